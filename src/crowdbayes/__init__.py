@@ -1,0 +1,15 @@
+"""crowdbayes: Bayesian inference from noisy human judgments."""
+
+from .data import Labels
+from .exceptions import ConvergenceWarning, DataWarning, DivergenceWarning, NotFittedError
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Labels",
+    "ConvergenceWarning",
+    "DataWarning",
+    "DivergenceWarning",
+    "NotFittedError",
+    "__version__",
+]

@@ -1,0 +1,284 @@
+"""The ``Labels`` container: workers' class labels for tasks, validated and encoded once."""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Mapping, Sequence
+from functools import cached_property
+
+import numpy as np
+import pandas as pd
+import scipy.sparse as sp
+
+from ..exceptions import DataWarning
+from ._io import TableLike, read_table
+
+__all__ = ["Labels"]
+
+_DUPLICATE_POLICIES = ("keep", "drop", "error")
+
+
+def _show(values: Sequence, limit: int = 5) -> str:
+    values = list(values)
+    shown = ", ".join(repr(v) for v in values[:limit])
+    return f"[{shown}{', ...' if len(values) > limit else ''}]"
+
+
+def _sorted_classes(values: np.ndarray) -> list:
+    try:
+        return sorted(values.tolist())
+    except TypeError:  # mixed types: order by their text
+        return sorted(values.tolist(), key=str)
+
+
+def _require_columns(df: pd.DataFrame, columns: Sequence[str], what: str) -> None:
+    for col in columns:
+        if col not in df.columns:
+            raise ValueError(f"{what}: column {col!r} is missing; got {list(map(str, df.columns))}")
+
+
+def _reject_missing(df: pd.DataFrame, columns: Sequence[str], what: str) -> None:
+    for col in columns:
+        missing = np.flatnonzero(df[col].isna().to_numpy())
+        if missing.size:
+            raise ValueError(
+                f"{what}: column {col!r} has {missing.size} missing value(s) "
+                f"(row(s) {_show(missing.tolist())})"
+            )
+
+
+class Labels:
+    """Class labels given by workers to tasks, in long format.
+
+    Each row says that ``worker`` gave ``label`` to ``task`` (crowd-kit's column names). The table
+    is validated and integer-encoded once; every model works on the codes and reports results
+    back in the user's own ids.
+
+    Parameters
+    ----------
+    data : DataFrame or path
+        The labels. A path ending in ``.parquet`` is read as Parquet, otherwise as CSV/TSV.
+    task, worker, label : str
+        Column names in ``data`` (defaults ``task``, ``worker``, ``label``).
+    classes : sequence, optional
+        The declared classes, in order. Labels outside them are an error. Defaults to the sorted
+        distinct labels (and gold labels).
+    gold : Series, DataFrame or path, optional
+        Known true classes for some tasks (``task, label`` columns, or a Series indexed by task).
+        Models clamp these tasks to their gold class during inference.
+    duplicates : {"keep", "drop", "error"}
+        What to do with rows that repeat a task–worker pair. ``"keep"`` (default) counts each row
+        as a separate vote and warns; ``"drop"`` keeps the first row of each pair and warns how
+        many were dropped; ``"error"`` raises.
+
+    Attributes
+    ----------
+    tasks, workers, classes : pandas.Index
+        The user's ids, in order of their integer codes.
+    task_codes, worker_codes, label_codes : ndarray of int
+        One entry per row.
+    gold_codes : ndarray of int, shape (n_tasks,)
+        The gold class code of each task, ``-1`` where unknown.
+    """
+
+    def __init__(
+        self,
+        data: TableLike,
+        *,
+        task: str = "task",
+        worker: str = "worker",
+        label: str = "label",
+        classes: Sequence | None = None,
+        gold: pd.Series | TableLike | None = None,
+        duplicates: str = "keep",
+    ) -> None:
+        what = "labels"
+        df = read_table(data, what=what, id_columns=(task, worker))
+        _require_columns(df, (task, worker, label), what)
+        if len(df) == 0:
+            raise ValueError(f"{what}: the table is empty (0 rows)")
+        _reject_missing(df, (task, worker, label), what)
+        if duplicates not in _DUPLICATE_POLICIES:
+            raise ValueError(f"duplicates must be one of {_DUPLICATE_POLICIES}; got {duplicates!r}")
+        df = self._handle_duplicates(df[[task, worker, label]], task, worker, duplicates)
+
+        gold_series = None if gold is None else self._read_gold(gold, task, label)
+
+        label_values = df[label].to_numpy()
+        if classes is None:
+            distinct = pd.unique(label_values)
+            if gold_series is not None:
+                distinct = pd.unique(np.concatenate([distinct, gold_series.to_numpy()]))
+            classes = _sorted_classes(np.asarray(distinct, dtype=object))
+        class_index = pd.Index(list(classes))
+        if class_index.has_duplicates:
+            raise ValueError(f"classes: declared classes repeat a value: {list(class_index)}")
+        if len(class_index) < 2:
+            raise ValueError(f"classes: need at least 2 classes; got {list(class_index)}")
+
+        label_codes = class_index.get_indexer(label_values)
+        unknown = np.flatnonzero(label_codes < 0)
+        if unknown.size:
+            bad = pd.unique(label_values[unknown])
+            raise ValueError(
+                f"{what}: {unknown.size} label(s) are not among the declared classes "
+                f"{list(class_index)}: {_show(bad)} (first at row {unknown[0]})"
+            )
+
+        task_codes, tasks = pd.factorize(df[task], sort=False)
+        worker_codes, workers = pd.factorize(df[worker], sort=False)
+        self.tasks: pd.Index = pd.Index(tasks, name="task")
+        self.workers: pd.Index = pd.Index(workers, name="worker")
+        self.classes: pd.Index = pd.Index(class_index, name="class")
+        self.task_codes = task_codes.astype(np.int64)
+        self.worker_codes = worker_codes.astype(np.int64)
+        self.label_codes = label_codes.astype(np.int64)
+        self.gold_codes = self._encode_gold(gold_series)
+
+    # ------------------------------------------------------------------ construction helpers
+    @staticmethod
+    def _handle_duplicates(df: pd.DataFrame, task: str, worker: str, policy: str) -> pd.DataFrame:
+        repeated = df.duplicated(subset=[task, worker], keep="first").to_numpy()
+        n_repeated = int(repeated.sum())
+        if n_repeated == 0:
+            return df
+        first = df.loc[repeated].iloc[0]
+        where = f"(first: task {first[task]!r}, worker {first[worker]!r})"
+        if policy == "error":
+            raise ValueError(
+                f"labels: {n_repeated} row(s) repeat a task–worker pair {where}; "
+                "pass duplicates='keep' or 'drop'"
+            )
+        if policy == "drop":
+            warnings.warn(
+                f"labels: dropped {n_repeated} row(s) that repeat a task–worker pair {where}; "
+                "the first row of each pair is kept",
+                DataWarning,
+                stacklevel=3,
+            )
+            return df.loc[~repeated]
+        warnings.warn(
+            f"labels: {n_repeated} row(s) repeat a task–worker pair {where}; each is counted "
+            "as a separate vote (pass duplicates='drop' to keep only the first)",
+            DataWarning,
+            stacklevel=3,
+        )
+        return df
+
+    @staticmethod
+    def _read_gold(gold: pd.Series | TableLike | Mapping, task: str, label: str) -> pd.Series:
+        if isinstance(gold, Mapping):
+            gold = pd.Series(gold)
+        if isinstance(gold, pd.Series):
+            series = gold
+        else:
+            df = read_table(gold, what="gold", id_columns=(task,))
+            _require_columns(df, (task, label), "gold")
+            _reject_missing(df, (task, label), "gold")
+            series = df.set_index(task)[label]
+        if series.isna().any():
+            raise ValueError(f"gold: {int(series.isna().sum())} task(s) have a missing gold label")
+        if series.index.has_duplicates:
+            dup = series.index[series.index.duplicated()].unique()
+            raise ValueError(f"gold: task(s) listed more than once: {_show(dup)}")
+        return series
+
+    def _encode_gold(self, gold: pd.Series | None) -> np.ndarray:
+        codes = np.full(len(self.tasks), -1, dtype=np.int64)
+        if gold is None:
+            return codes
+        if len(gold) == 0:
+            return codes
+        positions = self.tasks.get_indexer(gold.index)
+        unknown = np.flatnonzero(positions < 0)
+        if unknown.size:
+            raise ValueError(
+                f"gold: {unknown.size} task(s) have no labels: {_show(gold.index[unknown])}"
+            )
+        class_codes = self.classes.get_indexer(gold.to_numpy())
+        bad = np.flatnonzero(class_codes < 0)
+        if bad.size:
+            raise ValueError(
+                f"gold: {bad.size} gold label(s) are not among the classes {list(self.classes)}: "
+                f"{_show(pd.unique(gold.to_numpy()[bad]))}"
+            )
+        codes[positions] = class_codes
+        return codes
+
+    # ------------------------------------------------------------------ sizes and views
+    @property
+    def n_tasks(self) -> int:
+        return len(self.tasks)
+
+    @property
+    def n_workers(self) -> int:
+        return len(self.workers)
+
+    @property
+    def n_classes(self) -> int:
+        return len(self.classes)
+
+    @property
+    def n_labels(self) -> int:
+        return len(self.label_codes)
+
+    @property
+    def has_gold(self) -> bool:
+        return bool((self.gold_codes >= 0).any())
+
+    @cached_property
+    def count_matrix(self) -> sp.csr_matrix:
+        """Sparse (n_tasks, n_workers * n_classes) matrix: entry ``[i, j*K + x]`` counts how often
+        worker ``j`` gave label ``x`` to task ``i``.
+
+        Every sum over labels in the label models is a product with this matrix: the E-step is
+        ``A @ log_confusion`` and the M-step statistics are ``A.T @ responsibilities``.
+        """
+        k = self.n_classes
+        columns = self.worker_codes * k + self.label_codes
+        data = np.ones(self.n_labels, dtype=np.float64)
+        matrix = sp.csr_matrix(
+            (data, (self.task_codes, columns)), shape=(self.n_tasks, self.n_workers * k)
+        )
+        matrix.sum_duplicates()
+        return matrix
+
+    def vote_counts(self) -> np.ndarray:
+        """Array (n_tasks, n_classes): how many votes each class got on each task."""
+        counts = np.zeros((self.n_tasks, self.n_classes))
+        np.add.at(counts, (self.task_codes, self.label_codes), 1.0)
+        return counts
+
+    def require_workers(self, minimum: int, model: str) -> None:
+        """Raise if fewer than ``minimum`` distinct workers gave labels (worker models need them)."""
+        if self.n_workers < minimum:
+            raise ValueError(
+                f"{model} learns each worker's reliability and needs labels from at least "
+                f"{minimum} workers; got {self.n_workers} ({_show(self.workers)})"
+            )
+
+    def to_frame(self) -> pd.DataFrame:
+        """The encoded labels back as a ``task, worker, label`` DataFrame in the user's ids."""
+        return pd.DataFrame(
+            {
+                "task": self.tasks[self.task_codes],
+                "worker": self.workers[self.worker_codes],
+                "label": self.classes[self.label_codes],
+            }
+        )
+
+    def __repr__(self) -> str:
+        gold = int((self.gold_codes >= 0).sum())
+        return (
+            f"Labels({self.n_labels} labels, {self.n_tasks} tasks, {self.n_workers} workers, "
+            f"classes={list(self.classes)}, gold for {gold} tasks)"
+        )
+
+
+def as_labels(data: Labels | TableLike, **kwargs) -> Labels:
+    """Pass a :class:`Labels` through; wrap a DataFrame or path in one."""
+    if isinstance(data, Labels):
+        if kwargs:
+            raise TypeError("options such as gold= or classes= go to Labels(...), not to fit()")
+        return data
+    return Labels(data, **kwargs)

@@ -1,0 +1,17 @@
+"""Exceptions and warnings raised by crowdbayes."""
+
+
+class NotFittedError(RuntimeError):
+    """A result was asked of an estimator before ``fit`` was called."""
+
+
+class ConvergenceWarning(UserWarning):
+    """An iterative algorithm stopped at ``max_iter`` before meeting its tolerance."""
+
+
+class DataWarning(UserWarning):
+    """The input is usable but something in it deserves the user's attention."""
+
+
+class DivergenceWarning(UserWarning):
+    """An estimate ran away (e.g. a moment-matched prior scale went to infinity)."""
