@@ -2,11 +2,21 @@
 
 from .data import Labels
 from .exceptions import ConvergenceWarning, DataWarning, DivergenceWarning, NotFittedError
+from .models.labels import (
+    BayesianDawidSkene,
+    DawidSkene,
+    HierarchicalAnnotation,
+    MajorityVote,
+)
 
 __version__ = "0.1.0"
 
 __all__ = [
     "Labels",
+    "MajorityVote",
+    "DawidSkene",
+    "BayesianDawidSkene",
+    "HierarchicalAnnotation",
     "ConvergenceWarning",
     "DataWarning",
     "DivergenceWarning",

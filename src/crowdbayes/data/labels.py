@@ -243,6 +243,14 @@ class Labels:
         matrix.sum_duplicates()
         return matrix
 
+    @cached_property
+    def column_totals(self) -> np.ndarray:
+        """How many labels ``x`` each worker gave in all, as a (n_workers * n_classes,) vector."""
+        k = self.n_classes
+        return np.bincount(
+            self.worker_codes * k + self.label_codes, minlength=self.n_workers * k
+        ).astype(np.float64)
+
     def vote_counts(self) -> np.ndarray:
         """Array (n_tasks, n_classes): how many votes each class got on each task."""
         counts = np.zeros((self.n_tasks, self.n_classes))
@@ -250,7 +258,7 @@ class Labels:
         return counts
 
     def require_workers(self, minimum: int, model: str) -> None:
-        """Raise if fewer than ``minimum`` distinct workers gave labels (worker models need them)."""
+        """Raise if fewer than ``minimum`` distinct workers gave labels."""
         if self.n_workers < minimum:
             raise ValueError(
                 f"{model} learns each worker's reliability and needs labels from at least "

@@ -1,0 +1,121 @@
+"""Confusion-matrix workers (Dawid & Skene 1979) and their one-coin special case.
+
+Notation: ``A`` is the sparse (tasks × workers·K) count matrix of :class:`~crowdbayes.Labels`
+(``A[i, j*K + x]`` = how often worker ``j`` said ``x`` on task ``i``); ``log_conf`` has shape
+(workers, true class, observed class). Then for every task ``i`` and candidate class ``k``
+
+    log p(labels of i | c_i = k) = Σ_{j,x} A[i, jK+x] · log θ[j, k, x]  = (A @ T)[i, k],
+
+with ``T[jK+x, k] = log θ[j, k, x]``, and the expected counts of the M-step / VB update are
+
+    n[j, k, x] = Σ_i A[i, jK+x] · r[i, k]  = (Aᵀ @ r)[jK+x, k].
+
+Both are single sparse–dense products, linear in the number of labels.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..data import Labels
+
+__all__ = [
+    "label_log_likelihood",
+    "confusion_statistics",
+    "full_confusion_map",
+    "one_coin_map",
+    "full_confusion_log_prior",
+    "one_coin_log_prior",
+]
+
+
+def label_log_likelihood(labels: Labels, log_conf: np.ndarray) -> tuple[np.ndarray, float]:
+    """Per-task log-likelihood of each candidate class, up to a per-task constant.
+
+    Returns ``(relative, offset)`` with
+    ``relative[i, k] = log p(x_i | c_i = k) − log p(x_i | c_i = K−1)`` (the last column is 0) and ``offset = Σ_i log p(x_i | c_i = K−1)``. Posteriors over c_i
+    are unchanged by the per-task shift, and the total evidence is
+    ``Σ_i logsumexp_k(log π_k + relative[i, k]) + offset``. The shift saves one of the K sparse
+    products, and the offset is a dot product with the worker label totals.
+    """
+    n_workers, k_true, k_obs = log_conf.shape
+    table = np.ascontiguousarray(log_conf.transpose(0, 2, 1)).reshape(n_workers * k_obs, k_true)
+    base = table[:, -1]
+    finite = np.isfinite(base)
+    contrast = np.where(finite[:, None], table[:, :-1] - base[:, None], table[:, :-1])
+    relative = np.zeros((labels.n_tasks, k_true))
+    matrix = labels.count_matrix
+    if k_true == 2:
+        relative[:, 0] = matrix @ contrast[:, 0]
+    else:
+        relative[:, :-1] = matrix @ contrast
+    offset = float(labels.column_totals[finite] @ base[finite])
+    if not finite.all():  # a worker label impossible under class K−1: shift by 0 instead
+        relative[:, -1] = matrix @ np.where(finite, 0.0, -np.inf)
+    return relative, offset
+
+
+def confusion_statistics(labels: Labels, responsibilities: np.ndarray) -> np.ndarray:
+    """Expected counts ``n[j, k, x]`` of worker ``j`` saying ``x`` on tasks of true class ``k``.
+
+    ``n = Aᵀ r`` column by column; the last class's counts are the worker's label totals minus
+    the others' (responsibilities sum to one), saving one sparse product.
+    """
+    n_classes = responsibilities.shape[1]
+    matrix_t = labels.count_matrix.T
+    flat = np.empty((matrix_t.shape[0], n_classes))
+    if n_classes == 2:
+        flat[:, 0] = matrix_t @ responsibilities[:, 0]
+    else:
+        flat[:, :-1] = matrix_t @ responsibilities[:, :-1]
+    flat[:, -1] = np.maximum(labels.column_totals - flat[:, :-1].sum(axis=1), 0.0)
+    return flat.reshape(-1, n_classes, n_classes).transpose(0, 2, 1)
+
+
+def full_confusion_map(statistics: np.ndarray, pseudo_counts: float) -> np.ndarray:
+    """MAP estimate of every worker's full confusion matrix.
+
+    ``θ[j, k, :] ∝ n[j, k, :] + a`` — the mode of the posterior under a symmetric
+    Dirichlet(a + 1) prior on each row (``a = 0`` gives the maximum-likelihood estimate of
+    Dawid & Skene). Rows with no counts at all are uniform.
+    """
+    smoothed = statistics + pseudo_counts
+    totals = smoothed.sum(axis=-1, keepdims=True)
+    n_classes = statistics.shape[-1]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(totals > 0, smoothed / totals, 1.0 / n_classes)
+
+
+def one_coin_map(statistics: np.ndarray, pseudo_counts: float) -> np.ndarray:
+    """MAP estimate under the one-coin model: worker ``j`` is right with probability ``p_j`` and
+    otherwise picks one of the other ``K − 1`` classes uniformly.
+
+    ``p_j = (Σ_k n[j,k,k] + a) / (Σ_{k,x} n[j,k,x] + 2a)``, i.e. a Beta(a + 1, a + 1) prior on p_j.
+    """
+    n_classes = statistics.shape[-1]
+    correct = np.trace(statistics, axis1=1, axis2=2)
+    total = statistics.sum(axis=(1, 2))
+    accuracy = (correct + pseudo_counts) / np.maximum(total + 2 * pseudo_counts, 1e-300)
+    accuracy = np.where(total + 2 * pseudo_counts > 0, accuracy, 1.0 / n_classes)
+    eye = np.eye(n_classes)
+    off = (1.0 - accuracy) / (n_classes - 1)
+    return accuracy[:, None, None] * eye + off[:, None, None] * (1.0 - eye)
+
+
+def _finite_sum(values: np.ndarray) -> float:
+    return float(values[np.isfinite(values)].sum())
+
+
+def full_confusion_log_prior(confusion: np.ndarray, pseudo_counts: float) -> float:
+    """log density (up to a constant) of the Dirichlet(a + 1) rows that :func:`full_confusion_map`
+    maximises: ``a Σ log θ``."""
+    with np.errstate(divide="ignore"):
+        return pseudo_counts * _finite_sum(np.log(confusion))
+
+
+def one_coin_log_prior(confusion: np.ndarray, pseudo_counts: float) -> float:
+    """log density (up to a constant) of the Beta(a + 1, a + 1) prior that :func:`one_coin_map`
+    maximises: ``a Σ_j [log p_j + log(1 − p_j)]``."""
+    accuracy = confusion[:, 0, 0]
+    with np.errstate(divide="ignore"):
+        return pseudo_counts * _finite_sum(np.log(accuracy) + np.log1p(-accuracy))

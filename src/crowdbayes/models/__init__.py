@@ -1,0 +1,1 @@
+"""Models, one module (or package) per method family."""

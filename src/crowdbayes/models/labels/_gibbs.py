@@ -1,0 +1,256 @@
+"""Gibbs kernels for the hierarchical annotation model (one chain's state and its sweeps).
+
+Two samplers leave the same posterior invariant:
+
+* ``blocked`` (default, vectorised): draw the hyperparameters α given the true classes c with θ
+  integrated out, then θ ~ Dir(α + n) and π ~ Dir(β + class counts) (conjugate updates), then
+  every c_i in parallel from p(c_i | θ, π, x) — items are independent given θ and π. Drawing
+  (α, θ) jointly given c this way is a valid blocked step. One sweep costs two sparse products.
+* ``collapsed``: θ and π integrated out; each c_i is drawn in turn from
+  p(c_i | c_{-i}, x, α) ∝ (m_{-i,k} + β) ∏_t (n_{-i}[w_t,k,x_t] + α_k[x_t]) / (N_{-i}[w_t,k] + S_k)
+  (Dirichlet-multinomial predictive). Exact but sequential: for small data and for checking.
+
+The paper's own sampler plugs the conjugate posterior *mean* of θ back in instead of a draw,
+which its author questions ("is this kosher?"); it is not a valid Gibbs step, so we draw.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from ..._math import (
+    categorical_sample,
+    gumbel_max_sample,
+    log_dirichlet_sample,
+    log_normalize,
+    softmax_rows,
+)
+from ...annotators import confusion_statistics, label_log_likelihood
+from ...annotators.hierarchical import (
+    alpha_to_row_hyperprior,
+    dirichlet_multinomial_log_marginal,
+    moment_match_dirichlet,
+    row_hyperprior_log_density,
+    row_hyperprior_to_alpha,
+)
+from ...data import Labels
+from ...inference import OnlineMoments
+from ...inference.relabel import best_permutation
+from ...inference.slice import slice_sample_coordinates
+from ._base import clamp_gold
+
+__all__ = ["GibbsSettings", "ChainState", "run_sweep"]
+
+
+@dataclass(frozen=True)
+class GibbsSettings:
+    sampler: str
+    hyperprior: str
+    prior_prevalence: float
+    scale_shape: float
+    scale_min: float
+    max_scale: float
+    relabel: bool
+    keep_trace: bool
+
+
+@dataclass
+class ChainState:
+    """The sampled state of one chain plus its online accumulators and small trace."""
+
+    classes: np.ndarray  # c, (tasks,)
+    alpha: np.ndarray  # (K, K) Dirichlet concentration of each true class's confusion row
+    rng: np.random.Generator
+    stats: np.ndarray | None = None  # n[j, k, x] for the current c
+    n_relabelled: int = 0
+    diverged: bool = False
+    probas: OnlineMoments | None = None
+    confusion: OnlineMoments | None = None
+    prevalence: OnlineMoments | None = None
+    alpha_moments: OnlineMoments | None = None
+    trace: dict[str, list] = field(default_factory=dict)
+
+
+class LabelIndex:
+    """Per-task label lists for the sequential sampler, with within-task repeat offsets.
+
+    When a worker labels a task more than once, the Dirichlet-multinomial predictive of the
+    task's labels is sequential; the offsets say how many earlier labels of the same task came
+    from the same worker (and with the same label), which does not depend on the candidate class.
+    """
+
+    def __init__(self, labels: Labels) -> None:
+        order = np.argsort(labels.task_codes, kind="stable")
+        self.workers = labels.worker_codes[order]
+        self.labels = labels.label_codes[order]
+        tasks = labels.task_codes[order]
+        self.starts = np.concatenate([[0], np.cumsum(np.bincount(tasks, minlength=labels.n_tasks))])
+        frame = pd.DataFrame({"t": tasks, "w": self.workers, "x": self.labels})
+        self.repeat_same_label = frame.groupby(["t", "w", "x"]).cumcount().to_numpy()
+        self.repeat_same_worker = frame.groupby(["t", "w"]).cumcount().to_numpy()
+
+
+def new_chain(labels: Labels, start_probas: np.ndarray, alpha0: np.ndarray, rng) -> ChainState:
+    """A chain started from classes drawn from ``start_probas`` (gold tasks at their gold)."""
+    classes = gumbel_max_sample(np.log(np.maximum(start_probas, 1e-300)), rng)
+    known = labels.gold_codes >= 0
+    classes[known] = labels.gold_codes[known]
+    return ChainState(classes=classes, alpha=alpha0.copy(), rng=rng)
+
+
+def start_accumulating(chain: ChainState, labels: Labels) -> None:
+    k = labels.n_classes
+    chain.probas = OnlineMoments((labels.n_tasks, k))
+    chain.confusion = OnlineMoments((labels.n_workers, k, k))
+    chain.prevalence = OnlineMoments((k,))
+    chain.alpha_moments = OnlineMoments((k, k))
+    chain.trace = {"log_likelihood": [], "prevalence": [], "alpha": [], "confusion": []}
+
+
+def update_hyperparameters(chain: ChainState, settings: GibbsSettings) -> None:
+    """Resample (or moment-match) each true class's row concentration α_k given counts n."""
+    if settings.hyperprior == "fixed":
+        return
+    stats = chain.stats
+    for k in range(chain.alpha.shape[0]):
+        counts = stats[:, k, :]
+        counts = counts[counts.sum(axis=1) > 0]
+        if settings.hyperprior == "moment":
+            conditional_mean = (counts + chain.alpha[k]) / (counts + chain.alpha[k]).sum(
+                1, keepdims=True
+            )
+            chain.alpha[k], diverged = moment_match_dirichlet(conditional_mean, settings.max_scale)
+            chain.diverged |= diverged
+            continue
+
+        def log_density(coords: np.ndarray, counts=counts) -> float:
+            prior = row_hyperprior_log_density(coords, settings.scale_shape, settings.scale_min)
+            if not np.isfinite(prior):
+                return prior
+            return prior + dirichlet_multinomial_log_marginal(
+                counts, row_hyperprior_to_alpha(coords)
+            )
+
+        start = alpha_to_row_hyperprior(chain.alpha[k])
+        start[0] = max(start[0], np.log(settings.scale_min) + 1e-9)  # e.g. a fixed start below
+        coords = slice_sample_coordinates(start, log_density, chain.rng)
+        chain.alpha[k] = row_hyperprior_to_alpha(coords)
+
+
+def _relabel(chain: ChainState, pivot: np.ndarray, probs: np.ndarray | None) -> np.ndarray | None:
+    """Map the chain's classes onto the pivot's labelling if a permutation matches it better."""
+    k = chain.alpha.shape[0]
+    permutation = best_permutation(chain.classes, pivot, k)
+    if np.array_equal(permutation, np.arange(k)):
+        return probs
+    chain.n_relabelled += 1
+    inverse = np.argsort(permutation)
+    chain.classes = permutation[chain.classes]
+    chain.alpha = chain.alpha[inverse]
+    if chain.stats is not None:
+        chain.stats = chain.stats[:, inverse, :]
+    return None if probs is None else probs[:, inverse]
+
+
+def _accumulate_globals(chain: ChainState, labels: Labels, settings, record: bool) -> None:
+    """Rao–Blackwellised moments of θ and π given the current classes and α."""
+    if not record:
+        return
+    posterior = chain.alpha[None, :, :] + chain.stats
+    total = posterior.sum(axis=-1, keepdims=True)
+    mean = posterior / total
+    chain.confusion.push(mean, mean * (1 - mean) / (total + 1))
+    prevalence_post = settings.prior_prevalence + np.bincount(
+        chain.classes, minlength=labels.n_classes
+    )
+    p_mean = prevalence_post / prevalence_post.sum()
+    chain.prevalence.push(p_mean, p_mean * (1 - p_mean) / (prevalence_post.sum() + 1))
+    chain.alpha_moments.push(chain.alpha.copy())
+
+
+def blocked_sweep(chain, labels: Labels, settings, pivot, record: bool) -> None:
+    k = labels.n_classes
+    chain.stats = confusion_statistics(labels, np.eye(k)[chain.classes])
+    update_hyperparameters(chain, settings)
+    _accumulate_globals(chain, labels, settings, record)
+    log_theta = log_dirichlet_sample(chain.alpha[None, :, :] + chain.stats, chain.rng)
+    class_counts = np.bincount(chain.classes, minlength=k)
+    log_pi = log_dirichlet_sample(settings.prior_prevalence + class_counts, chain.rng)
+    log_lik, log_lik_offset = label_log_likelihood(labels, log_theta)
+    log_joint = clamp_gold(log_pi + log_lik, labels.gold_codes)
+    probs, log_norm = softmax_rows(log_joint)
+    chain.classes = categorical_sample(probs, chain.rng)
+    if settings.relabel:
+        probs = _relabel(chain, pivot, probs)
+    if record:
+        chain.probas.push(probs)
+        log_likelihood = float(log_norm.sum()) + log_lik_offset
+        _record_trace(chain, settings, log_likelihood, np.exp(log_pi), log_theta)
+
+
+def collapsed_sweep(
+    chain, labels: Labels, settings, pivot, record: bool, index: LabelIndex
+) -> None:
+    k = labels.n_classes
+    if chain.stats is None:
+        chain.stats = confusion_statistics(labels, np.eye(k)[chain.classes])
+    update_hyperparameters(chain, settings)
+    stats = chain.stats
+    row_totals = stats.sum(axis=2)
+    class_counts = np.bincount(chain.classes, minlength=k).astype(float)
+    alpha, alpha_totals = chain.alpha, chain.alpha.sum(axis=1)
+    probas = np.zeros((labels.n_tasks, k)) if record else None
+    gumbel = chain.rng.gumbel(size=(labels.n_tasks, k))
+    for i in chain.rng.permutation(labels.n_tasks):
+        start, stop = index.starts[i], index.starts[i + 1]
+        w, x = index.workers[start:stop], index.labels[start:stop]
+        old = chain.classes[i]
+        np.add.at(stats, (w, old, x), -1.0)
+        np.add.at(row_totals, (w, old), -1.0)
+        class_counts[old] -= 1
+        numerator = stats[w, :, x] + alpha[:, x].T + index.repeat_same_label[start:stop, None]
+        denominator = row_totals[w, :] + alpha_totals + index.repeat_same_worker[start:stop, None]
+        log_weights = np.log(class_counts + settings.prior_prevalence) + (
+            np.log(numerator) - np.log(denominator)
+        ).sum(axis=0)
+        log_weights -= log_weights.max()
+        gold = labels.gold_codes[i]
+        new = gold if gold >= 0 else int(np.argmax(log_weights + gumbel[i]))
+        if record:
+            weights = np.exp(log_weights)
+            probas[i] = weights / weights.sum() if gold < 0 else np.eye(k)[gold]
+        chain.classes[i] = new
+        np.add.at(stats, (w, new, x), 1.0)
+        np.add.at(row_totals, (w, new), 1.0)
+        class_counts[new] += 1
+    if settings.relabel:
+        probas = _relabel(chain, pivot, probas)
+        class_counts = np.bincount(chain.classes, minlength=k)
+    _accumulate_globals(chain, labels, settings, record)
+    if record:
+        chain.probas.push(probas)
+        log_theta = log_dirichlet_sample(chain.alpha[None, :, :] + chain.stats, chain.rng)
+        log_pi = log_dirichlet_sample(settings.prior_prevalence + class_counts, chain.rng)
+        log_lik, log_lik_offset = label_log_likelihood(labels, log_theta)
+        log_likelihood = float(log_normalize(log_lik + log_pi)[1].sum()) + log_lik_offset
+        _record_trace(chain, settings, log_likelihood, np.exp(log_pi), log_theta)
+
+
+def _record_trace(chain: ChainState, settings, log_likelihood, prevalence, log_confusion) -> None:
+    """The small per-sweep trace (for R-hat/ESS); θ draws too when ``keep_trace``."""
+    chain.trace["log_likelihood"].append(log_likelihood)
+    chain.trace["prevalence"].append(prevalence)
+    chain.trace["alpha"].append(chain.alpha.copy())
+    if settings.keep_trace:
+        chain.trace["confusion"].append(np.exp(log_confusion))
+
+
+def run_sweep(chain, labels, settings, pivot, record: bool, index: LabelIndex | None) -> None:
+    """One Gibbs sweep of ``settings.sampler``; accumulates results when ``record``."""
+    if settings.sampler == "collapsed":
+        collapsed_sweep(chain, labels, settings, pivot, record, index)
+    else:
+        blocked_sweep(chain, labels, settings, pivot, record)

@@ -1,0 +1,264 @@
+"""The hierarchical annotation model (Carpenter 2008) sampled by Gibbs, with diagnostics."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pandas as pd
+from scipy import stats as scistats
+
+from ..._utils import RandomState, as_generator, spawn_generators
+from ...data import Labels
+from ...exceptions import DivergenceWarning
+from ...inference.diagnostics import ess_bulk, ess_tail, rhat, rhat_from_moments
+from ...inference.driver import run_iterations
+from . import _gibbs
+from ._base import LabelModel
+from .bayesian_dawid_skene import confusion_prior
+from .majority_vote import majority_classes
+
+__all__ = ["HierarchicalAnnotation"]
+
+_SAMPLERS = ("blocked", "collapsed")
+_HYPERPRIORS = ("sample", "moment", "fixed")
+
+
+class HierarchicalAnnotation(LabelModel):
+    r"""Hierarchical model of annotation with beta/Dirichlet priors, sampled by Gibbs.
+
+    Model (Carpenter 2008; the binary case is the paper's table, the multinomial case puts the
+    same hierarchy on every confusion row):
+
+    .. math::
+        \pi &\sim \mathrm{Dir}(\beta), \quad c_i \sim \mathrm{Cat}(\pi), \\
+        m_k &\sim \mathrm{Dir}(1,\dots,1), \quad s_k \sim \mathrm{Pareto}(1.5, s_{\min}), \\
+        \theta_{jk:} &\sim \mathrm{Dir}(s_k m_k), \quad x_{ij} \sim \mathrm{Cat}(\theta_{j c_i :}).
+
+    For two classes, :math:`\theta_{j00}` is worker j's specificity and :math:`\theta_{j11}` the
+    sensitivity (class index 1, the second of ``labels.classes``, is "positive").
+
+    Inference runs ``n_chains`` chains of Gibbs sweeps (``sampler``: ``"blocked"`` is vectorised,
+    ``"collapsed"`` integrates θ and π out and updates tasks one at a time; see
+    :mod:`crowdbayes.models.labels._gibbs`). The hyperparameters are
+
+    - ``"sample"`` (default): drawn from their conditional under the Beta(1,1)/Dirichlet(1) mean
+      and Pareto scale priors by slice sampling, with θ integrated out — stays finite on RTE;
+    - ``"moment"``: set by moment matching to the current worker estimates, as in the paper
+      (diverges on RTE: a :class:`DivergenceWarning` is raised and ``diverged_`` set);
+    - ``"fixed"``: held at ``prior_diagonal``/``prior_off_diagonal``.
+
+    Label switching: the posterior is symmetric under permuting the true classes (for the
+    symmetric hyperpriors), so each sweep's classes are matched to a pivot labelling (majority
+    vote, gold where known) by the Hungarian algorithm and relabelled when a permutation fits
+    better; ``n_relabelled_`` counts the sweeps of each chain where this happened.
+
+    Estimates are Rao–Blackwellised running means over the post-warm-up sweeps of all chains
+    (no draws are stored): task probabilities average p(c_i | θ, π, x); worker confusion
+    averages the conjugate posterior mean of θ given the classes. Posterior variances follow
+    from the law of total variance; ``credible_level`` intervals are those of a Beta with the
+    same mean and variance (or the empirical quantiles of the draws when ``keep_trace``).
+
+    Convergence: ``diagnostics_`` has rank-normalised split-R-hat and bulk/tail ESS (Vehtari et
+    al. 2021) of the log-likelihood, prevalence and hyperparameters from their traces;
+    ``confusion_rhat_`` and ``probas_rhat_`` give the Gelman–Rubin R-hat of every worker
+    parameter and task probability from the chains' online moments.
+
+    Parameters
+    ----------
+    n_chains, n_warmup, n_samples : int
+        Chains, discarded warm-up sweeps and recorded sweeps per chain.
+    sampler : {"blocked", "collapsed"}
+    hyperprior : {"sample", "moment", "fixed"}
+    prior_diagonal, prior_off_diagonal : float
+        The fixed prior concentrations (``hyperprior="fixed"``) and the starting point otherwise.
+    prior_prevalence : float
+        Symmetric Dirichlet concentration β of the prevalence.
+    scale_shape, scale_min : float
+        Pareto hyperprior on each prior scale s_k (shape 1.5 as in the paper; support s ≥ s_min).
+    max_scale : float
+        Cap for moment-matched scales (reaching it counts as divergence).
+    credible_level : float
+    keep_trace : bool
+        Also keep every worker confusion draw in ``trace_`` (memory: chains × samples × J × K²).
+    random_state : int, Generator or None
+    progress : bool
+
+    References
+    ----------
+    Carpenter, B. (2008). Multilevel Bayesian models of categorical data annotation; and the
+    LingPipe blog post "Collapsed Gibbs Sampler for Hierarchical Annotation Model".
+    """
+
+    def __init__(
+        self,
+        n_chains: int = 4,
+        n_warmup: int = 200,
+        n_samples: int = 300,
+        sampler: str = "blocked",
+        hyperprior: str = "sample",
+        prior_diagonal: float = 2.0,
+        prior_off_diagonal: float = 1.0,
+        prior_prevalence: float = 1.0,
+        scale_shape: float = 1.5,
+        scale_min: float = 1.0,
+        max_scale: float = 1e6,
+        credible_level: float = 0.9,
+        keep_trace: bool = False,
+        random_state: RandomState = None,
+        progress: bool = False,
+    ) -> None:
+        self.n_chains = n_chains
+        self.n_warmup = n_warmup
+        self.n_samples = n_samples
+        self.sampler = sampler
+        self.hyperprior = hyperprior
+        self.prior_diagonal = prior_diagonal
+        self.prior_off_diagonal = prior_off_diagonal
+        self.prior_prevalence = prior_prevalence
+        self.scale_shape = scale_shape
+        self.scale_min = scale_min
+        self.max_scale = max_scale
+        self.credible_level = credible_level
+        self.keep_trace = keep_trace
+        self.random_state = random_state
+        self.progress = progress
+
+    def _check_params(self) -> None:
+        if self.sampler not in _SAMPLERS:
+            raise ValueError(f"sampler must be one of {_SAMPLERS}; got {self.sampler!r}")
+        if self.hyperprior not in _HYPERPRIORS:
+            raise ValueError(f"hyperprior must be one of {_HYPERPRIORS}; got {self.hyperprior!r}")
+        if self.n_chains < 1 or self.n_samples < 4 or self.n_warmup < 0:
+            raise ValueError("need n_chains >= 1, n_samples >= 4 and n_warmup >= 0")
+        if min(self.prior_diagonal, self.prior_off_diagonal, self.prior_prevalence) <= 0:
+            raise ValueError("prior concentrations must be positive")
+        if not 0 < self.credible_level < 1:
+            raise ValueError(f"credible_level must be in (0, 1); got {self.credible_level}")
+
+    def _fit(self, labels: Labels) -> None:
+        self._check_params()
+        settings = _gibbs.GibbsSettings(
+            sampler=self.sampler,
+            hyperprior=self.hyperprior,
+            prior_prevalence=float(self.prior_prevalence),
+            scale_shape=float(self.scale_shape),
+            scale_min=float(self.scale_min),
+            max_scale=float(self.max_scale),
+            relabel=self.hyperprior != "fixed",
+            keep_trace=self.keep_trace,
+        )
+        rng = as_generator(self.random_state)
+        votes = labels.vote_counts()
+        pivot = majority_classes(votes, "first", rng)
+        known = labels.gold_codes >= 0
+        pivot[known] = labels.gold_codes[known]
+        start = (votes + 0.5) / (votes + 0.5).sum(axis=1, keepdims=True)
+        alpha0 = confusion_prior(labels.n_classes, self.prior_diagonal, self.prior_off_diagonal)
+        chains = [
+            _gibbs.new_chain(labels, start, alpha0, chain_rng)
+            for chain_rng in spawn_generators(rng, self.n_chains)
+        ]
+        index = _gibbs.LabelIndex(labels) if self.sampler == "collapsed" else None
+        n_sweeps = self.n_warmup + self.n_samples
+
+        def step(sweep: int) -> None:
+            record = sweep >= self.n_warmup
+            for chain in chains:
+                if sweep == self.n_warmup:
+                    _gibbs.start_accumulating(chain, labels)
+                _gibbs.run_sweep(chain, labels, settings, pivot, record, index)
+
+        run_iterations(step, max_iter=n_sweeps, progress=self.progress, desc="Gibbs sweeps")
+        self.n_iter_, self.converged_ = n_sweeps, None
+        self._summarise(labels, chains)
+
+    # ------------------------------------------------------------------ results
+    def _summarise(self, labels: Labels, chains: list[_gibbs.ChainState]) -> None:
+        probas, probas_var, probas_rhat = _pool([c.probas for c in chains])
+        self._set_task_results(labels, probas)
+        self.probas_rhat_ = pd.DataFrame(probas_rhat, index=labels.tasks, columns=labels.classes)
+        prevalence, _, _ = _pool([c.prevalence for c in chains])
+        self._set_prevalence(labels, prevalence)
+
+        mean, variance, confusion_rhat = _pool([c.confusion for c in chains])
+        sd = np.sqrt(variance)
+        if self.keep_trace:
+            draws = np.concatenate([np.stack(c.trace["confusion"]) for c in chains])
+            tail = (1 - self.credible_level) / 2
+            lower, upper = np.quantile(draws, [tail, 1 - tail], axis=0)
+            self.trace_ = {"confusion": draws.reshape(self.n_chains, -1, *draws.shape[1:])}
+        else:
+            lower, upper = beta_interval(mean, variance, self.credible_level)
+        self._set_confusion(labels, mean, sd, lower, upper, self.credible_level)
+        self.confusion_rhat_ = self._confusion_frame(labels, confusion_rhat)
+
+        alpha = np.stack([np.stack(c.trace["alpha"]) for c in chains])  # chains, draws, K, K
+        scale = alpha.sum(axis=-1)
+        self.prior_scale_ = pd.Series(scale.mean(axis=(0, 1)), index=labels.classes, name="scale")
+        self.prior_mean_ = pd.DataFrame(
+            (alpha / scale[..., None]).mean(axis=(0, 1)),
+            index=pd.Index(labels.classes, name="true"),
+            columns=pd.Index(labels.classes, name="observed"),
+        )
+        self.n_relabelled_ = np.array([c.n_relabelled for c in chains])
+        self.diverged_ = any(c.diverged for c in chains)
+        if self.diverged_:
+            warnings.warn(
+                f"HierarchicalAnnotation: moment-matched prior scales diverged (hit max_scale="
+                f"{self.max_scale:g}); use hyperprior='sample'",
+                DivergenceWarning,
+                stacklevel=4,
+            )
+        log_lik = np.array([c.trace["log_likelihood"] for c in chains])
+        self.log_likelihood_trace_ = log_lik
+        self.diagnostics_ = self._diagnostics_table(labels, log_lik, chains, scale)
+        self.max_rhat_ = float(
+            np.nanmax([self.diagnostics_["rhat"].max(), np.nanmax(confusion_rhat)])
+        )
+
+    def _diagnostics_table(self, labels, log_lik, chains, scale) -> pd.DataFrame:
+        prevalence = np.array([c.trace["prevalence"] for c in chains])
+        rows = {"log_likelihood": log_lik}
+        for k, name in enumerate(labels.classes):
+            rows[f"prevalence[{name}]"] = prevalence[..., k]
+            rows[f"prior_scale[{name}]"] = scale[..., k]
+        table = []
+        for name, draws in rows.items():
+            table.append(
+                {
+                    "quantity": name,
+                    "mean": draws.mean(),
+                    "sd": draws.std(ddof=1),
+                    "rhat": float(rhat(draws)) if self.n_chains > 1 else np.nan,
+                    "ess_bulk": float(ess_bulk(draws)),
+                    "ess_tail": float(ess_tail(draws)),
+                }
+            )
+        return pd.DataFrame(table).set_index("quantity")
+
+
+def _pool(moments) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Combine per-chain online moments: pooled mean, total variance, Gelman–Rubin R-hat."""
+    means = np.stack([m.mean for m in moments])
+    mean = means.mean(axis=0)
+    variance = np.stack([m.variance for m in moments]).mean(axis=0) + means.var(axis=0)
+    if len(moments) > 1:
+        with np.errstate(invalid="ignore", divide="ignore"):
+            r_hat = rhat_from_moments(
+                means, np.stack([m.sample_variance for m in moments]), moments[0].count
+            )
+    else:
+        r_hat = np.full_like(mean, np.nan)
+    return mean, variance, r_hat
+
+
+def beta_interval(mean: np.ndarray, variance: np.ndarray, level: float):
+    """Central interval of the Beta distribution with the given mean and variance."""
+    mean = np.clip(mean, 1e-12, 1 - 1e-12)
+    limit = mean * (1 - mean)
+    variance = np.clip(variance, 1e-300, limit * (1 - 1e-9))
+    concentration = limit / variance - 1
+    a, b = mean * concentration, (1 - mean) * concentration
+    tail = (1 - level) / 2
+    return scistats.beta.ppf(tail, a, b), scistats.beta.ppf(1 - tail, a, b)

@@ -1,0 +1,30 @@
+"""Shared test setup: one thread per numerical library, and the location of the shared data."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+# Set before numpy/scipy start their thread pools; no library is imported to do it.
+for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+
+_REPO = Path(__file__).resolve().parent.parent
+_DEFAULT_DATA = _REPO.parent / "shared" / "data"
+if not os.environ.get("CROWDBAYES_DATA") and _DEFAULT_DATA.is_dir():
+    os.environ["CROWDBAYES_DATA"] = str(_DEFAULT_DATA)
+
+
+@pytest.fixture(scope="session")
+def data_root() -> Path:
+    """The shared data root (``CROWDBAYES_DATA``); skips locally and fails on CI when absent."""
+    value = os.environ.get("CROWDBAYES_DATA", "")
+    root = Path(value) if value else None
+    if root is None or not root.is_dir():
+        message = f"shared data not found: CROWDBAYES_DATA={value!r}"
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail(message)
+        pytest.skip(message)
+    return root
