@@ -33,8 +33,9 @@ def label_log_likelihood(labels: Labels, log_conf: np.ndarray) -> tuple[np.ndarr
     """Per-task log-likelihood of each candidate class, up to a per-task constant.
 
     Returns ``(relative, offset)`` with
-    ``relative[i, k] = log p(x_i | c_i = k) − log p(x_i | c_i = K−1)`` (the last column is 0) and ``offset = Σ_i log p(x_i | c_i = K−1)``. Posteriors over c_i
-    are unchanged by the per-task shift, and the total evidence is
+    ``relative[i, k] = log p(x_i | c_i = k) − log p(x_i | c_i = K−1)`` (the last column is 0)
+    and ``offset = Σ_i log p(x_i | c_i = K−1)``. Posteriors over c_i are unchanged by the
+    per-task shift, and the total evidence is
     ``Σ_i logsumexp_k(log π_k + relative[i, k]) + offset``. The shift saves one of the K sparse
     products, and the offset is a dot product with the worker label totals.
     """
