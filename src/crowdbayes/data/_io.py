@@ -45,29 +45,40 @@ def read_table(source: TableLike, *, what: str, id_columns: Sequence[str] = ()) 
     return pd.read_csv(path, sep=sep, dtype=dtype, keep_default_na=True)
 
 
-def write_atomically(path: str | os.PathLike, write: Callable[[Path], None]) -> None:
-    """Call ``write(tmp_path)`` then move the temporary file onto ``path``.
+def write_atomically(outputs: list[tuple[str | os.PathLike, Callable[[Path], None]]]) -> None:
+    """Write several files all-or-nothing: each ``write(tmp_path)`` goes to a temporary file
+    beside its target, and only when every write succeeded are they moved into place.
 
-    A failure in ``write`` leaves no partial output file behind.
+    A failure in any write leaves none of the outputs (and no temporary file) behind.
     """
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=f"-{path.name}", dir=path.parent)
-    os.close(fd)
-    tmp_path = Path(tmp)
+    staged: list[tuple[Path, Path]] = []
     try:
-        write(tmp_path)
-        os.replace(tmp_path, path)
-    except BaseException:
-        tmp_path.unlink(missing_ok=True)
-        raise
+        for path, write in outputs:
+            path = Path(path)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=f"-{path.name}", dir=path.parent)
+            os.close(fd)
+            staged.append((Path(tmp), path))
+            write(Path(tmp))
+        for tmp, path in staged:
+            os.replace(tmp, path)
+    finally:
+        for tmp, _ in staged:
+            tmp.unlink(missing_ok=True)
 
 
-def write_table(df: pd.DataFrame, path: str | os.PathLike, *, index: bool = True) -> None:
-    """Write ``df`` to CSV (or Parquet by suffix) atomically."""
-    suffix = Path(path).name.lower()
-    if suffix.endswith((".parquet", ".pq")):
-        write_atomically(path, lambda p: df.to_parquet(p, index=index))
-    else:
-        sep = "\t" if suffix.endswith((".tsv", ".tsv.gz")) else ","
-        write_atomically(path, lambda p: df.to_csv(p, sep=sep, index=index))
+def table_writer(df: pd.DataFrame, *, index: bool = True) -> Callable[[Path], None]:
+    """A writer for :func:`write_atomically` choosing CSV/TSV/Parquet by the target's suffix.
+
+    The temporary file keeps the target's name as its suffix, so compression is inferred too.
+    """
+
+    def write(tmp: Path) -> None:
+        name = tmp.name.lower()
+        if name.endswith((".parquet", ".pq")):
+            df.to_parquet(tmp, index=index)
+        else:
+            sep = "\t" if name.endswith((".tsv", ".tsv.gz")) else ","
+            df.to_csv(tmp, sep=sep, index=index)
+
+    return write

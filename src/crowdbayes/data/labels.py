@@ -19,7 +19,7 @@ _DUPLICATE_POLICIES = ("keep", "drop", "error")
 
 
 def _show(values: Sequence, limit: int = 5) -> str:
-    values = list(values)
+    values = [v.item() if isinstance(v, np.generic) else v for v in values]
     shown = ", ".join(repr(v) for v in values[:limit])
     return f"[{shown}{', ...' if len(values) > limit else ''}]"
 

@@ -1,0 +1,130 @@
+"""The command line: results, summaries, one-line errors and no partial output files."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from crowdbayes.cli import main
+
+
+@pytest.fixture
+def small_labels(tmp_path):
+    rows = []
+    for task in range(30):
+        truth = task % 2
+        for worker in range(5):
+            wrong = (task + worker) % 7 == 0
+            rows.append((f"t{task}", f"w{worker}", "yes" if truth ^ wrong else "no"))
+    path = tmp_path / "labels.csv"
+    pd.DataFrame(rows, columns=["task", "worker", "label"]).to_csv(path, index=False)
+    return path
+
+
+@pytest.mark.parametrize("model", ["mv", "ds", "bayes-ds", "hierarchical"])
+def test_fit_writes_tasks_and_workers(model, small_labels, tmp_path, capsys):
+    out, workers = tmp_path / "out" / "tasks.csv", tmp_path / "workers.csv"
+    options = (
+        ["--samples", "20", "--warmup", "10", "--chains", "2"] if model == "hierarchical" else []
+    )
+    code = main(
+        ["labels", "fit", str(small_labels), "--model", model, "--out", str(out)]
+        + ["--workers-out", str(workers), "--seed", "3", *options]
+    )
+    assert code == 0
+    tasks = pd.read_csv(out, index_col="task")
+    assert list(tasks.columns) == ["label", "p_no", "p_yes"]
+    assert len(tasks) == 30
+    assert (tasks[["p_no", "p_yes"]].sum(axis=1) - 1).abs().max() < 1e-9
+    table = pd.read_csv(workers)
+    assert {"worker", "true", "observed", "mean"} <= set(table.columns)
+    assert len(table) == 5 * 2 * 2
+    printed = capsys.readouterr().out
+    assert "30 tasks, 5 workers" in printed
+
+
+def test_demo_command_scores_against_bundled_gold(capsys, monkeypatch):
+    monkeypatch.delenv("CROWDBAYES_DATA", raising=False)
+    assert main(["labels", "fit", "--dataset", "rte", "--model", "mv"]) == 0
+    printed = capsys.readouterr().out
+    assert "against gold on 800 tasks: accuracy 0.8975" in printed
+
+
+def test_eval_gold_scores_only_labelled_tasks(small_labels, tmp_path, capsys):
+    gold = tmp_path / "gold.csv"
+    pd.DataFrame({"task": ["t0", "t1", "zzz"], "label": ["no", "yes", "no"]}).to_csv(
+        gold, index=False
+    )
+    assert (
+        main(["labels", "fit", str(small_labels), "--model", "ds", "--eval-gold", str(gold)]) == 0
+    )
+    printed = capsys.readouterr().out
+    assert "against gold on 2 tasks" in printed
+    assert "1 gold tasks without labels not scored" in printed
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        ("task,worker,lab\n1,a,x\n", "column 'label' is missing"),
+        ("task,worker,label\n", "the table is empty"),
+        ("task,worker,label\n1,a,x\n1,b,\n", "column 'label' has 1 missing value"),
+    ],
+)
+def test_bad_input_is_one_line_exit_2_and_no_output(content, message, tmp_path, capsys):
+    path = tmp_path / "labels.csv"
+    path.write_text(content)
+    out = tmp_path / "tasks.csv"
+    assert main(["labels", "fit", str(path), "--model", "mv", "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1
+    assert err[0].startswith("crowdbayes: error: ")
+    assert message in err[0]
+    assert not out.exists()
+    assert list(tmp_path.iterdir()) == [path]
+
+
+def test_label_outside_declared_classes(small_labels, capsys):
+    assert main(["labels", "fit", str(small_labels), "--classes", "yes,maybe"]) == 2
+    assert "not among the declared classes ['yes', 'maybe']: ['no']" in capsys.readouterr().err
+
+
+def test_missing_file_and_unknown_dataset(tmp_path, capsys):
+    assert main(["labels", "fit", str(tmp_path / "nope.csv")]) == 2
+    assert "file not found" in capsys.readouterr().err
+    assert main(["labels", "fit", "--dataset", "no-such-set"]) == 2
+    assert "no-such-set" in capsys.readouterr().err
+
+
+def test_failed_second_output_leaves_no_first_output(small_labels, tmp_path, capsys):
+    out = tmp_path / "tasks.csv"
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory")
+    code = main(
+        ["labels", "fit", str(small_labels), "--model", "mv", "--out", str(out)]
+        + ["--workers-out", str(blocker / "workers.csv")]
+    )
+    assert code == 2
+    assert not out.exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["file", "labels.csv"]
+
+
+def test_single_worker_is_refused_by_worker_models(tmp_path, capsys):
+    path = tmp_path / "one.csv"
+    path.write_text("task,worker,label\n1,a,x\n2,a,y\n")
+    assert main(["labels", "fit", str(path), "--model", "ds"]) == 2
+    assert "at least 2 workers; got 1" in capsys.readouterr().err
+    assert main(["labels", "fit", str(path), "--model", "mv"]) == 0
+
+
+def test_duplicates_warn_on_stderr(tmp_path, capsys):
+    path = tmp_path / "dup.csv"
+    path.write_text("task,worker,label\n1,a,x\n1,a,x\n1,b,y\n2,a,y\n2,b,y\n")
+    assert main(["labels", "fit", str(path), "--model", "mv"]) == 0
+    err = capsys.readouterr().err
+    assert "crowdbayes: warning: labels: 1 row(s) repeat a task–worker pair" in err
+
+
+def test_datasets_list(capsys):
+    assert main(["datasets", "list"]) == 0
+    assert "rte" in capsys.readouterr().out
