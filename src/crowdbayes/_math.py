@@ -11,7 +11,7 @@ from scipy.special import digamma, gammaln, logsumexp
 
 __all__ = [
     "log_normalize",
-    "softmax_rows",
+    "softmax_classes",
     "categorical_sample",
     "dirichlet_expected_log",
     "dirichlet_log_normalizer",
@@ -28,55 +28,42 @@ def safe_log(x: np.ndarray) -> np.ndarray:
         return np.log(x)
 
 
-def _row_softmax_parts(log_weights: np.ndarray):
-    """Shifted log-weights, weights and row sums of a 2-d array, one column at a time.
-
-    Reductions along a short last axis are slow in numpy; for the few classes of a label model
-    column-wise ``maximum``/``+`` over contiguous rows are several times faster than
-    ``scipy.special.logsumexp``. Rows that are all ``-inf`` get a shift of 0.
-    """
-    shift = log_weights[:, 0].copy()
-    for column in range(1, log_weights.shape[1]):
-        np.maximum(shift, log_weights[:, column], out=shift)
-    shift[~np.isfinite(shift)] = 0.0
-    shifted = log_weights - shift[:, None]
-    weights = np.exp(shifted)
-    totals = weights[:, 0].copy()
-    for column in range(1, weights.shape[1]):
-        totals += weights[:, column]
-    return shifted, weights, totals, shift
-
-
-def log_normalize(log_weights: np.ndarray, axis: int = -1) -> tuple[np.ndarray, np.ndarray]:
-    """Normalise log-weights along ``axis``.
+def log_normalize(log_weights: np.ndarray, axis: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Normalise log-weights along ``axis`` (default 0, the class axis of class-major arrays).
 
     Returns ``(log_probs, log_norm)`` where ``log_probs = log_weights - log_norm`` and
     ``log_norm = logsumexp(log_weights, axis)`` (the reduced axis dropped).
     """
-    if log_weights.ndim == 2 and axis in (-1, 1) and log_weights.shape[1] <= 64:
-        shifted, _, totals, shift = _row_softmax_parts(log_weights)
-        with np.errstate(divide="ignore"):
-            log_totals = np.log(totals)
-        return shifted - log_totals[:, None], shift + log_totals
     log_norm = logsumexp(log_weights, axis=axis, keepdims=True)
     return log_weights - log_norm, np.squeeze(log_norm, axis=axis)
 
 
-def softmax_rows(log_weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Row-normalised probabilities of a 2-d array of log-weights, and the rows' logsumexp."""
-    _, weights, totals, shift = _row_softmax_parts(log_weights)
+def softmax_classes(log_weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Probabilities over the classes of a class-major (K, n) array of log-weights, and the
+    logsumexp of each column.
+
+    Per-task arrays are kept class-major (one contiguous row per class) because reductions over
+    a short trailing axis are slow in numpy; here every operation runs over contiguous rows.
+    Columns that are all ``-inf`` get a shift of 0 (and come out as NaN).
+    """
+    shift = log_weights.max(axis=0)
+    shift[~np.isfinite(shift)] = 0.0
+    weights = log_weights - shift
+    np.exp(weights, out=weights)
+    totals = weights.sum(axis=0)
+    weights /= totals
     with np.errstate(divide="ignore"):
-        return weights / totals[:, None], shift + np.log(totals)
+        return weights, shift + np.log(totals)
 
 
 def categorical_sample(probs: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-    """One draw per row of a 2-d array of probabilities, by inverse CDF (one uniform per row)."""
-    uniform = rng.random(probs.shape[0])
-    cumulative = probs[:, 0].copy()
-    draws = np.zeros(probs.shape[0], dtype=np.int64)
-    for column in range(1, probs.shape[1]):
+    """One draw per column of a class-major (K, n) array of probabilities, by inverse CDF."""
+    uniform = rng.random(probs.shape[1])
+    cumulative = probs[0].copy()
+    draws = np.zeros(probs.shape[1], dtype=np.int64)
+    for row in probs[1:]:
         draws += uniform >= cumulative
-        cumulative += probs[:, column]
+        cumulative += row
     return draws
 
 
@@ -101,9 +88,9 @@ def dirichlet_kl(posterior: np.ndarray, prior: np.ndarray) -> np.ndarray:
 
 
 def gumbel_max_sample(log_probs: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-    """One categorical draw per row of (unnormalised) ``log_probs``, by the Gumbel-max trick."""
+    """One categorical draw per column of class-major (unnormalised) ``log_probs`` (Gumbel-max)."""
     gumbel = rng.gumbel(size=log_probs.shape)
-    return np.argmax(log_probs + gumbel, axis=-1)
+    return np.argmax(log_probs + gumbel, axis=0)
 
 
 def log_dirichlet_sample(concentration: np.ndarray, rng: np.random.Generator) -> np.ndarray:
@@ -115,4 +102,4 @@ def log_dirichlet_sample(concentration: np.ndarray, rng: np.random.Generator) ->
     log_gamma = np.log(rng.gamma(concentration + 1.0)) + np.log(rng.random(concentration.shape)) / (
         concentration
     )
-    return log_normalize(log_gamma)[0]
+    return log_normalize(log_gamma, axis=-1)[0]

@@ -32,45 +32,42 @@ __all__ = [
 def label_log_likelihood(labels: Labels, log_conf: np.ndarray) -> tuple[np.ndarray, float]:
     """Per-task log-likelihood of each candidate class, up to a per-task constant.
 
-    Returns ``(relative, offset)`` with
-    ``relative[i, k] = log p(x_i | c_i = k) − log p(x_i | c_i = K−1)`` (the last column is 0)
+    Returns ``(relative, offset)`` with the class-major (K, n_tasks) array
+    ``relative[k, i] = log p(x_i | c_i = k) − log p(x_i | c_i = K−1)`` (the last row is 0)
     and ``offset = Σ_i log p(x_i | c_i = K−1)``. Posteriors over c_i are unchanged by the
     per-task shift, and the total evidence is
-    ``Σ_i logsumexp_k(log π_k + relative[i, k]) + offset``. The shift saves one of the K sparse
+    ``Σ_i logsumexp_k(log π_k + relative[k, i]) + offset``. The shift saves one of the K sparse
     products, and the offset is a dot product with the worker label totals.
     """
-    n_workers, k_true, k_obs = log_conf.shape
-    table = np.ascontiguousarray(log_conf.transpose(0, 2, 1)).reshape(n_workers * k_obs, k_true)
-    base = table[:, -1]
+    k_true = log_conf.shape[1]
+    table = log_conf.transpose(1, 0, 2).reshape(k_true, -1)  # table[k, j*K + x] = log θ[j,k,x]
+    base = table[-1]
     finite = np.isfinite(base)
-    contrast = np.where(finite[:, None], table[:, :-1] - base[:, None], table[:, :-1])
-    relative = np.zeros((labels.n_tasks, k_true))
+    contrast = np.where(finite, table[:-1] - np.where(finite, base, 0.0), table[:-1])
+    relative = np.zeros((k_true, labels.n_tasks))
     matrix = labels.count_matrix
-    if k_true == 2:
-        relative[:, 0] = matrix @ contrast[:, 0]
-    else:
-        relative[:, :-1] = matrix @ contrast
+    for k in range(k_true - 1):
+        relative[k] = matrix @ contrast[k]
     offset = float(labels.column_totals[finite] @ base[finite])
     if not finite.all():  # a worker label impossible under class K−1: shift by 0 instead
-        relative[:, -1] = matrix @ np.where(finite, 0.0, -np.inf)
+        relative[-1] = matrix @ np.where(finite, 0.0, -np.inf)
     return relative, offset
 
 
 def confusion_statistics(labels: Labels, responsibilities: np.ndarray) -> np.ndarray:
-    """Expected counts ``n[j, k, x]`` of worker ``j`` saying ``x`` on tasks of true class ``k``.
+    """Expected counts ``n[j, k, x]`` of worker ``j`` saying ``x`` on tasks of true class ``k``,
+    from class-major (K, n_tasks) responsibilities.
 
-    ``n = Aᵀ r`` column by column; the last class's counts are the worker's label totals minus
+    ``n = Aᵀ r`` class by class; the last class's counts are the worker's label totals minus
     the others' (responsibilities sum to one), saving one sparse product.
     """
-    n_classes = responsibilities.shape[1]
+    n_classes = responsibilities.shape[0]
     matrix_t = labels.count_matrix.T
-    flat = np.empty((matrix_t.shape[0], n_classes))
-    if n_classes == 2:
-        flat[:, 0] = matrix_t @ responsibilities[:, 0]
-    else:
-        flat[:, :-1] = matrix_t @ responsibilities[:, :-1]
-    flat[:, -1] = np.maximum(labels.column_totals - flat[:, :-1].sum(axis=1), 0.0)
-    return flat.reshape(-1, n_classes, n_classes).transpose(0, 2, 1)
+    flat = np.empty((n_classes, matrix_t.shape[0]))
+    for k in range(n_classes - 1):
+        flat[k] = matrix_t @ responsibilities[k]
+    flat[-1] = np.maximum(labels.column_totals - flat[:-1].sum(axis=0), 0.0)
+    return flat.reshape(n_classes, -1, n_classes).transpose(1, 0, 2)
 
 
 def full_confusion_map(statistics: np.ndarray, pseudo_counts: float) -> np.ndarray:

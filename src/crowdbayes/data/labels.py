@@ -252,10 +252,12 @@ class Labels:
         ).astype(np.float64)
 
     def vote_counts(self) -> np.ndarray:
-        """Array (n_tasks, n_classes): how many votes each class got on each task."""
-        counts = np.zeros((self.n_tasks, self.n_classes))
-        np.add.at(counts, (self.task_codes, self.label_codes), 1.0)
-        return counts
+        """Class-major array (n_classes, n_tasks): how many votes each class got on each task."""
+        k = self.n_classes
+        flat = np.bincount(
+            self.label_codes * self.n_tasks + self.task_codes, minlength=k * self.n_tasks
+        )
+        return flat.reshape(k, self.n_tasks).astype(np.float64)
 
     def require_workers(self, minimum: int, model: str) -> None:
         """Raise if fewer than ``minimum`` distinct workers gave labels."""

@@ -15,15 +15,16 @@ __all__ = ["LabelModel", "clamp_gold"]
 
 
 def clamp_gold(log_weights: np.ndarray, gold_codes: np.ndarray) -> np.ndarray:
-    """Put all mass of tasks with a gold label on that label (``-inf`` elsewhere)."""
+    """Put all mass of tasks with a gold label on that label (``-inf`` elsewhere), for
+    class-major (K, n_tasks) log-weights."""
     known = gold_codes >= 0
     if not known.any():
         return log_weights
     clamped = log_weights.copy()
-    rows = np.flatnonzero(known)
-    keep = clamped[rows, gold_codes[rows]]
-    clamped[rows] = -np.inf
-    clamped[rows, gold_codes[rows]] = keep
+    tasks = np.flatnonzero(known)
+    keep = clamped[gold_codes[tasks], tasks]
+    clamped[:, tasks] = -np.inf
+    clamped[gold_codes[tasks], tasks] = keep
     return clamped
 
 
@@ -74,10 +75,11 @@ class LabelModel(ABC):
 
     # ------------------------------------------------------------------ result formatting
     def _set_task_results(self, labels: Labels, probas: np.ndarray) -> None:
+        """Store class-major (K, n_tasks) probabilities as ``probas_`` and ``labels_``."""
         self.classes_ = labels.classes
-        self.probas_ = pd.DataFrame(probas, index=labels.tasks, columns=labels.classes)
+        self.probas_ = pd.DataFrame(probas.T, index=labels.tasks, columns=labels.classes)
         self.labels_ = pd.Series(
-            labels.classes[np.argmax(probas, axis=1)], index=labels.tasks, name="label"
+            labels.classes[np.argmax(probas, axis=0)], index=labels.tasks, name="label"
         )
 
     def _set_prevalence(self, labels: Labels, prevalence: np.ndarray) -> None:

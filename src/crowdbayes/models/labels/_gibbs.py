@@ -26,7 +26,7 @@ from ..._math import (
     gumbel_max_sample,
     log_dirichlet_sample,
     log_normalize,
-    softmax_rows,
+    softmax_classes,
 )
 from ...annotators import confusion_statistics, label_log_likelihood
 from ...annotators.hierarchical import (
@@ -103,7 +103,7 @@ def new_chain(labels: Labels, start_probas: np.ndarray, alpha0: np.ndarray, rng)
 
 def start_accumulating(chain: ChainState, labels: Labels) -> None:
     k = labels.n_classes
-    chain.probas = OnlineMoments((labels.n_tasks, k))
+    chain.probas = OnlineMoments((k, labels.n_tasks))
     chain.confusion = OnlineMoments((labels.n_workers, k, k))
     chain.prevalence = OnlineMoments((k,))
     chain.alpha_moments = OnlineMoments((k, k))
@@ -152,7 +152,7 @@ def _relabel(chain: ChainState, pivot: np.ndarray, probs: np.ndarray | None) -> 
     chain.alpha = chain.alpha[inverse]
     if chain.stats is not None:
         chain.stats = chain.stats[:, inverse, :]
-    return None if probs is None else probs[:, inverse]
+    return None if probs is None else probs[inverse]
 
 
 def _accumulate_globals(chain: ChainState, labels: Labels, settings, record: bool) -> None:
@@ -173,15 +173,15 @@ def _accumulate_globals(chain: ChainState, labels: Labels, settings, record: boo
 
 def blocked_sweep(chain, labels: Labels, settings, pivot, record: bool) -> None:
     k = labels.n_classes
-    chain.stats = confusion_statistics(labels, np.eye(k)[chain.classes])
+    chain.stats = confusion_statistics(labels, np.eye(k)[:, chain.classes])
     update_hyperparameters(chain, settings)
     _accumulate_globals(chain, labels, settings, record)
     log_theta = log_dirichlet_sample(chain.alpha[None, :, :] + chain.stats, chain.rng)
     class_counts = np.bincount(chain.classes, minlength=k)
     log_pi = log_dirichlet_sample(settings.prior_prevalence + class_counts, chain.rng)
     log_lik, log_lik_offset = label_log_likelihood(labels, log_theta)
-    log_joint = clamp_gold(log_pi + log_lik, labels.gold_codes)
-    probs, log_norm = softmax_rows(log_joint)
+    log_joint = clamp_gold(log_pi[:, None] + log_lik, labels.gold_codes)
+    probs, log_norm = softmax_classes(log_joint)
     chain.classes = categorical_sample(probs, chain.rng)
     if settings.relabel:
         probs = _relabel(chain, pivot, probs)
@@ -196,13 +196,13 @@ def collapsed_sweep(
 ) -> None:
     k = labels.n_classes
     if chain.stats is None:
-        chain.stats = confusion_statistics(labels, np.eye(k)[chain.classes])
+        chain.stats = confusion_statistics(labels, np.eye(k)[:, chain.classes])
     update_hyperparameters(chain, settings)
     stats = chain.stats
     row_totals = stats.sum(axis=2)
     class_counts = np.bincount(chain.classes, minlength=k).astype(float)
     alpha, alpha_totals = chain.alpha, chain.alpha.sum(axis=1)
-    probas = np.zeros((labels.n_tasks, k)) if record else None
+    probas = np.zeros((k, labels.n_tasks)) if record else None
     gumbel = chain.rng.gumbel(size=(labels.n_tasks, k))
     for i in chain.rng.permutation(labels.n_tasks):
         start, stop = index.starts[i], index.starts[i + 1]
@@ -221,7 +221,7 @@ def collapsed_sweep(
         new = gold if gold >= 0 else int(np.argmax(log_weights + gumbel[i]))
         if record:
             weights = np.exp(log_weights)
-            probas[i] = weights / weights.sum() if gold < 0 else np.eye(k)[gold]
+            probas[:, i] = weights / weights.sum() if gold < 0 else np.eye(k)[gold]
         chain.classes[i] = new
         np.add.at(stats, (w, new, x), 1.0)
         np.add.at(row_totals, (w, new), 1.0)
@@ -235,7 +235,7 @@ def collapsed_sweep(
         log_theta = log_dirichlet_sample(chain.alpha[None, :, :] + chain.stats, chain.rng)
         log_pi = log_dirichlet_sample(settings.prior_prevalence + class_counts, chain.rng)
         log_lik, log_lik_offset = label_log_likelihood(labels, log_theta)
-        log_likelihood = float(log_normalize(log_lik + log_pi)[1].sum()) + log_lik_offset
+        log_likelihood = float(log_normalize(log_lik + log_pi[:, None])[1].sum()) + log_lik_offset
         _record_trace(chain, settings, log_likelihood, np.exp(log_pi), log_theta)
 
 

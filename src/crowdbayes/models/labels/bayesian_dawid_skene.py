@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 from scipy import stats
 
-from ..._math import dirichlet_expected_log, dirichlet_kl, softmax_rows
+from ..._math import dirichlet_expected_log, dirichlet_kl, softmax_classes
 from ...annotators import confusion_statistics, label_log_likelihood
 from ...data import Labels
 from ...inference import run_iterations
@@ -88,13 +88,11 @@ class BayesianDawidSkene(LabelModel):
         alpha_prior = confusion_prior(n_classes, self.prior_diagonal, self.prior_off_diagonal)
         beta_prior = np.full(n_classes, float(self.prior_prevalence))
         votes = labels.vote_counts()
-        state = {
-            "resp": clamp_responsibilities(votes / votes.sum(1, keepdims=True), labels.gold_codes)
-        }
+        state = {"resp": clamp_responsibilities(votes / votes.sum(axis=0), labels.gold_codes)}
 
         def update_globals() -> None:
             state["alpha"] = alpha_prior + confusion_statistics(labels, state["resp"])
-            state["beta"] = beta_prior + state["resp"].sum(axis=0)
+            state["beta"] = beta_prior + state["resp"].sum(axis=1)
             state["log_lik"], state["log_lik_offset"] = label_log_likelihood(
                 labels, dirichlet_expected_log(state["alpha"])
             )
@@ -102,7 +100,9 @@ class BayesianDawidSkene(LabelModel):
 
         def elbo() -> float:
             resp = state["resp"]
-            expected = np.where(resp > 0, resp * (state["e_log_pi"] + state["log_lik"]), 0.0)
+            expected = np.where(
+                resp > 0, resp * (state["e_log_pi"][:, None] + state["log_lik"]), 0.0
+            )
             with np.errstate(divide="ignore", invalid="ignore"):
                 entropy = -np.where(resp > 0, resp * np.log(resp), 0.0).sum()
             return (
@@ -114,8 +114,8 @@ class BayesianDawidSkene(LabelModel):
             )
 
         def step(_: int) -> float:
-            log_joint = clamp_gold(state["e_log_pi"] + state["log_lik"], labels.gold_codes)
-            state["resp"] = softmax_rows(log_joint)[0]
+            log_joint = clamp_gold(state["e_log_pi"][:, None] + state["log_lik"], labels.gold_codes)
+            state["resp"] = softmax_classes(log_joint)[0]
             update_globals()
             return elbo()
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..._math import safe_log, softmax_rows
+from ..._math import safe_log, softmax_classes
 from ...annotators import (
     confusion_statistics,
     full_confusion_log_prior,
@@ -77,21 +77,21 @@ class DawidSkene(LabelModel):
         update_confusion = one_coin_map if self.one_coin else full_confusion_map
         confusion_log_prior = one_coin_log_prior if self.one_coin else full_confusion_log_prior
         votes = labels.vote_counts()
-        resp = clamp_responsibilities(votes / votes.sum(axis=1, keepdims=True), labels.gold_codes)
+        resp = clamp_responsibilities(votes / votes.sum(axis=0), labels.gold_codes)
         state = {}
 
         def m_step(resp: np.ndarray) -> None:
             stats = confusion_statistics(labels, resp)
             state["confusion"] = update_confusion(stats, self.smoothing)
-            class_counts = resp.sum(axis=0) + self.prevalence_smoothing
+            class_counts = resp.sum(axis=1) + self.prevalence_smoothing
             state["prevalence"] = class_counts / class_counts.sum()
 
         def step(_: int) -> float:
             log_conf = safe_log(state["confusion"])
             log_prior = safe_log(state["prevalence"])
             log_lik, log_lik_offset = label_log_likelihood(labels, log_conf)
-            log_joint = clamp_gold(log_prior + log_lik, labels.gold_codes)
-            state["resp"], log_evidence = softmax_rows(log_joint)
+            log_joint = clamp_gold(log_prior[:, None] + log_lik, labels.gold_codes)
+            state["resp"], log_evidence = softmax_classes(log_joint)
             objective = log_evidence.sum() + log_lik_offset
             objective += confusion_log_prior(state["confusion"], self.smoothing)
             objective += self.prevalence_smoothing * float(log_prior[np.isfinite(log_prior)].sum())
@@ -115,9 +115,9 @@ class DawidSkene(LabelModel):
 
 
 def clamp_responsibilities(resp: np.ndarray, gold_codes: np.ndarray) -> np.ndarray:
-    """Responsibilities with gold tasks set to their one-hot gold class."""
+    """Class-major responsibilities with gold tasks set to their one-hot gold class."""
     known = gold_codes >= 0
     if known.any():
         resp = resp.copy()
-        resp[known] = np.eye(resp.shape[1])[gold_codes[known]]
+        resp[:, known] = np.eye(resp.shape[0])[:, gold_codes[known]]
     return resp

@@ -153,7 +153,7 @@ class HierarchicalAnnotation(LabelModel):
         pivot = majority_classes(votes, "first", rng)
         known = labels.gold_codes >= 0
         pivot[known] = labels.gold_codes[known]
-        start = (votes + 0.5) / (votes + 0.5).sum(axis=1, keepdims=True)
+        start = (votes + 0.5) / (votes + 0.5).sum(axis=0)
         alpha0 = confusion_prior(labels.n_classes, self.prior_diagonal, self.prior_off_diagonal)
         chains = [
             _gibbs.new_chain(labels, start, alpha0, chain_rng)
@@ -177,7 +177,7 @@ class HierarchicalAnnotation(LabelModel):
     def _summarise(self, labels: Labels, chains: list[_gibbs.ChainState]) -> None:
         probas, probas_var, probas_rhat = _pool([c.probas for c in chains])
         self._set_task_results(labels, probas)
-        self.probas_rhat_ = pd.DataFrame(probas_rhat, index=labels.tasks, columns=labels.classes)
+        self.probas_rhat_ = pd.DataFrame(probas_rhat.T, index=labels.tasks, columns=labels.classes)
         prevalence, _, _ = _pool([c.prevalence for c in chains])
         self._set_prevalence(labels, prevalence)
 

@@ -42,27 +42,28 @@ class MajorityVote(LabelModel):
         if self.ties not in _TIE_POLICIES:
             raise ValueError(f"ties must be one of {_TIE_POLICIES}; got {self.ties!r}")
         votes = labels.vote_counts()
-        shares = votes / votes.sum(axis=1, keepdims=True)
+        shares = votes / votes.sum(axis=0)
         winners = majority_classes(votes, self.ties, as_generator(self.random_state))
         known = labels.gold_codes >= 0
         winners[known] = labels.gold_codes[known]
-        shares[known] = np.eye(labels.n_classes)[labels.gold_codes[known]]
+        shares[:, known] = np.eye(labels.n_classes)[:, labels.gold_codes[known]]
         self._set_task_results(labels, shares)
         self.labels_[:] = labels.classes[winners]
-        self.n_ties_ = int((np.sum(votes == votes.max(axis=1, keepdims=True), axis=1) > 1).sum())
+        self.n_ties_ = int((np.sum(votes == votes.max(axis=0), axis=0) > 1).sum())
         self._set_prevalence(
             labels, np.bincount(winners, minlength=labels.n_classes) / len(winners)
         )
-        onehot = np.eye(labels.n_classes)[winners]
+        onehot = np.eye(labels.n_classes)[:, winners]
         stats = confusion_statistics(labels, onehot)
         self._set_confusion(labels, full_confusion_map(stats, 1.0))
         self.n_iter_, self.converged_ = 1, True
 
 
 def majority_classes(votes: np.ndarray, ties: str, rng: np.random.Generator) -> np.ndarray:
-    """Index of the most-voted class per row, ties broken by ``ties`` ("random" or "first")."""
+    """Most-voted class of each task from class-major (K, n_tasks) ``votes``, ties broken by
+    ``ties`` ("random" or "first")."""
     if ties == "first":
-        return np.argmax(votes, axis=1)
-    is_max = votes == votes.max(axis=1, keepdims=True)
-    keys = np.where(is_max, rng.random(votes.shape), -1.0)
-    return np.argmax(keys, axis=1)
+        return np.argmax(votes, axis=0)
+    is_max = votes == votes.max(axis=0)
+    keys = np.where(is_max, rng.random(votes.shape[::-1]).T, -1.0)
+    return np.argmax(keys, axis=0)
