@@ -10,12 +10,12 @@ from scipy import stats as scistats
 
 from ..._utils import RandomState, as_generator, spawn_generators
 from ...data import Labels
-from ...exceptions import DivergenceWarning
+from ...exceptions import ConvergenceWarning, DivergenceWarning
 from ...inference.diagnostics import ess_bulk, ess_tail, rhat, rhat_from_moments
 from ...inference.driver import run_iterations
 from . import _gibbs
 from ._base import LabelModel
-from .bayesian_dawid_skene import confusion_prior
+from .bayesian_dawid_skene import BayesianDawidSkene, confusion_prior
 from .majority_vote import majority_classes
 
 __all__ = ["HierarchicalAnnotation"]
@@ -81,6 +81,10 @@ class HierarchicalAnnotation(LabelModel):
     credible_level : float
     keep_trace : bool
         Also keep every worker confusion draw in ``trace_`` (memory: chains × samples × J × K²).
+    init : {"majority", "vb"}
+        Where chains start: classes drawn from the smoothed majority-vote shares (default; the
+        chains then start dispersed, so R-hat can reveal a multimodal posterior) or from the
+        variational Bayes posterior of :class:`BayesianDawidSkene`.
     random_state : int, Generator or None
     progress : bool
 
@@ -105,6 +109,7 @@ class HierarchicalAnnotation(LabelModel):
         max_scale: float = 1e6,
         credible_level: float = 0.9,
         keep_trace: bool = False,
+        init: str = "majority",
         random_state: RandomState = None,
         progress: bool = False,
     ) -> None:
@@ -121,6 +126,7 @@ class HierarchicalAnnotation(LabelModel):
         self.max_scale = max_scale
         self.credible_level = credible_level
         self.keep_trace = keep_trace
+        self.init = init
         self.random_state = random_state
         self.progress = progress
 
@@ -129,6 +135,8 @@ class HierarchicalAnnotation(LabelModel):
             raise ValueError(f"sampler must be one of {_SAMPLERS}; got {self.sampler!r}")
         if self.hyperprior not in _HYPERPRIORS:
             raise ValueError(f"hyperprior must be one of {_HYPERPRIORS}; got {self.hyperprior!r}")
+        if self.init not in ("vb", "majority"):
+            raise ValueError(f"init must be 'vb' or 'majority'; got {self.init!r}")
         if self.n_chains < 1 or self.n_samples < 4 or self.n_warmup < 0:
             raise ValueError("need n_chains >= 1, n_samples >= 4 and n_warmup >= 0")
         if min(self.prior_diagonal, self.prior_off_diagonal, self.prior_prevalence) <= 0:
@@ -153,7 +161,7 @@ class HierarchicalAnnotation(LabelModel):
         pivot = majority_classes(votes, "first", rng)
         known = labels.gold_codes >= 0
         pivot[known] = labels.gold_codes[known]
-        start = (votes + 0.5) / (votes + 0.5).sum(axis=0)
+        start = self._start_probabilities(labels, votes)
         alpha0 = confusion_prior(labels.n_classes, self.prior_diagonal, self.prior_off_diagonal)
         chains = [
             _gibbs.new_chain(labels, start, alpha0, chain_rng)
@@ -172,6 +180,24 @@ class HierarchicalAnnotation(LabelModel):
         run_iterations(step, max_iter=n_sweeps, progress=self.progress, desc="Gibbs sweeps")
         self.n_iter_, self.converged_ = n_sweeps, None
         self._summarise(labels, chains)
+
+    def _start_probabilities(self, labels: Labels, votes: np.ndarray) -> np.ndarray:
+        """Class-major probabilities the chains draw their first classes from.
+
+        ``"majority"``: smoothed vote shares; ``"vb"``: the variational Bayes posterior of
+        :class:`BayesianDawidSkene` (every chain starts near the mode VB found).
+        """
+        if self.init == "majority":
+            return (votes + 0.5) / (votes + 0.5).sum(axis=0)
+        vb = BayesianDawidSkene(
+            prior_diagonal=self.prior_diagonal,
+            prior_off_diagonal=self.prior_off_diagonal,
+            prior_prevalence=self.prior_prevalence,
+        )
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            vb._fit(labels)
+        return np.clip(vb.probas_.to_numpy().T, 1e-6, None)
 
     # ------------------------------------------------------------------ results
     def _summarise(self, labels: Labels, chains: list[_gibbs.ChainState]) -> None:
