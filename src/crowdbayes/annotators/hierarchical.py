@@ -54,12 +54,12 @@ def row_hyperprior_log_density(
 ) -> float:
     r"""Log prior density of the unconstrained coordinates ``(log s, z)`` of one row, up to a
     constant, where :math:`m = \mathrm{softmax}(z, 0) \sim \mathrm{Dir}(1)` and
-    :math:`s \sim \mathrm{Pareto}(	ext{shape}, s_{\min})`.
+    :math:`s \sim \mathrm{Pareto}(\text{shape}, s_{\min})`.
 
     Sampling the scale and the mean on separate axes mixes far better than sampling
-    :math:`\loglpha` (the two are nearly independent a posteriori). Jacobians: :math:`s` for
+    :math:`\log\alpha` (the two are nearly independent a posteriori). Jacobians: :math:`s` for
     :math:`\log s` and :math:`\prod_x m_x` for the additive log-ratio :math:`z`, so
-    :math:`\log p = -	ext{shape}\cdot\log s + \sum_x \log m_x` for :math:`s \ge s_{\min}`.
+    :math:`\log p = -\text{shape}\cdot\log s + \sum_x \log m_x` for :math:`s \ge s_{\min}`.
     """
     log_scale = coords[0]
     if not np.isfinite(log_scale) or log_scale < np.log(scale_min):

@@ -50,8 +50,9 @@ class HierarchicalAnnotation(LabelModel):
 
     Label switching: the posterior is symmetric under permuting the true classes (for the
     symmetric hyperpriors), so each sweep's classes are matched to a pivot labelling (majority
-    vote, gold where known) by the Hungarian algorithm and relabelled when a permutation fits
-    better; ``n_relabelled_`` counts the sweeps of each chain where this happened.
+    vote) by the Hungarian algorithm and relabelled when a permutation fits better;
+    ``n_relabelled_`` counts the sweeps of each chain where this happened. With gold labels the
+    clamped tasks identify the classes, and no relabelling is done.
 
     Estimates are Rao–Blackwellised running means over the post-warm-up sweeps of all chains
     (no draws are stored): task probabilities average p(c_i | θ, π, x); worker confusion
@@ -153,7 +154,9 @@ class HierarchicalAnnotation(LabelModel):
             scale_shape=float(self.scale_shape),
             scale_min=float(self.scale_min),
             max_scale=float(self.max_scale),
-            relabel=self.hyperprior != "fixed",
+            # gold tasks clamp the labelling, so the posterior is no longer symmetric under
+            # permuting classes (and relabelling would move the gold tasks): no relabelling then
+            relabel=self.hyperprior != "fixed" and not labels.has_gold,
             keep_trace=self.keep_trace,
         )
         rng = as_generator(self.random_state)
@@ -239,9 +242,9 @@ class HierarchicalAnnotation(LabelModel):
         log_lik = np.array([c.trace["log_likelihood"] for c in chains])
         self.log_likelihood_trace_ = log_lik
         self.diagnostics_ = self._diagnostics_table(labels, log_lik, chains, scale)
-        self.max_rhat_ = float(
-            np.nanmax([self.diagnostics_["rhat"].max(), np.nanmax(confusion_rhat)])
-        )
+        every_rhat = np.concatenate([self.diagnostics_["rhat"].to_numpy(), confusion_rhat.ravel()])
+        finite = every_rhat[np.isfinite(every_rhat)]
+        self.max_rhat_ = float(finite.max()) if finite.size else float("nan")
 
     def _diagnostics_table(self, labels, log_lik, chains, scale) -> pd.DataFrame:
         prevalence = np.array([c.trace["prevalence"] for c in chains])
