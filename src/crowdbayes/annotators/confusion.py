@@ -64,8 +64,10 @@ def confusion_statistics(labels: Labels, responsibilities: np.ndarray) -> np.nda
     n_classes = responsibilities.shape[0]
     matrix_t = labels.count_matrix.T
     flat = np.empty((n_classes, matrix_t.shape[0]))
-    for k in range(n_classes - 1):
-        flat[k] = matrix_t @ responsibilities[k]
+    if n_classes == 2:
+        flat[0] = matrix_t @ responsibilities[0]
+    else:  # one multi-vector product beats K−1 single ones
+        flat[:-1] = (matrix_t @ np.ascontiguousarray(responsibilities[:-1].T)).T
     flat[-1] = np.maximum(labels.column_totals - flat[:-1].sum(axis=0), 0.0)
     return flat.reshape(n_classes, -1, n_classes).transpose(1, 0, 2)
 

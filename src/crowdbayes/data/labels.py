@@ -47,6 +47,47 @@ def _reject_missing(df: pd.DataFrame, columns: Sequence[str], what: str) -> None
             )
 
 
+def _duplicate_policy(
+    task_codes: np.ndarray,
+    worker_codes: np.ndarray,
+    tasks: pd.Index,
+    workers: pd.Index,
+    policy: str,
+) -> np.ndarray | None:
+    """Apply the duplicates policy to rows repeating a task–worker pair.
+
+    Returns None when every row is kept, else the boolean mask of rows to keep. Works on the
+    integer codes (one hash pass over a single int64 key), not on the user's id columns.
+    """
+    key = task_codes.astype(np.int64) * max(len(workers), 1) + worker_codes
+    repeated = pd.Series(key).duplicated(keep="first").to_numpy()
+    n_repeated = int(repeated.sum())
+    if n_repeated == 0:
+        return None
+    first = int(np.argmax(repeated))
+    where = f"(first: task {tasks[task_codes[first]]!r}, worker {workers[worker_codes[first]]!r})"
+    if policy == "error":
+        raise ValueError(
+            f"labels: {n_repeated} row(s) repeat a task–worker pair {where}; "
+            "pass duplicates='keep' or 'drop'"
+        )
+    if policy == "drop":
+        warnings.warn(
+            f"labels: dropped {n_repeated} row(s) that repeat a task–worker pair {where}; "
+            "the first row of each pair is kept",
+            DataWarning,
+            stacklevel=4,
+        )
+        return ~repeated
+    warnings.warn(
+        f"labels: {n_repeated} row(s) repeat a task–worker pair {where}; each is counted "
+        "as a separate vote (pass duplicates='drop' to keep only the first)",
+        DataWarning,
+        stacklevel=4,
+    )
+    return None
+
+
 class Labels:
     """Class labels given by workers to tasks, in long format.
 
@@ -100,7 +141,12 @@ class Labels:
         _reject_missing(df, (task, worker, label), what)
         if duplicates not in _DUPLICATE_POLICIES:
             raise ValueError(f"duplicates must be one of {_DUPLICATE_POLICIES}; got {duplicates!r}")
-        df = self._handle_duplicates(df[[task, worker, label]], task, worker, duplicates)
+        task_codes, tasks = pd.factorize(df[task], sort=False)
+        worker_codes, workers = pd.factorize(df[worker], sort=False)
+        keep = _duplicate_policy(task_codes, worker_codes, tasks, workers, duplicates)
+        df = df[[task, worker, label]] if keep is None else df.loc[keep, [task, worker, label]]
+        if keep is not None:
+            task_codes, worker_codes = task_codes[keep], worker_codes[keep]
 
         gold_series = None if gold is None else self._read_gold(gold, task, label)
 
@@ -125,8 +171,6 @@ class Labels:
                 f"{list(class_index)}: {_show(bad)} (first at row {unknown[0]})"
             )
 
-        task_codes, tasks = pd.factorize(df[task], sort=False)
-        worker_codes, workers = pd.factorize(df[worker], sort=False)
         self.tasks: pd.Index = pd.Index(tasks, name="task")
         self.workers: pd.Index = pd.Index(workers, name="worker")
         self.classes: pd.Index = pd.Index(class_index, name="class")
@@ -136,35 +180,6 @@ class Labels:
         self.gold_codes = self._encode_gold(gold_series)
 
     # ------------------------------------------------------------------ construction helpers
-    @staticmethod
-    def _handle_duplicates(df: pd.DataFrame, task: str, worker: str, policy: str) -> pd.DataFrame:
-        repeated = df.duplicated(subset=[task, worker], keep="first").to_numpy()
-        n_repeated = int(repeated.sum())
-        if n_repeated == 0:
-            return df
-        first = df.loc[repeated].iloc[0]
-        where = f"(first: task {first[task]!r}, worker {first[worker]!r})"
-        if policy == "error":
-            raise ValueError(
-                f"labels: {n_repeated} row(s) repeat a task–worker pair {where}; "
-                "pass duplicates='keep' or 'drop'"
-            )
-        if policy == "drop":
-            warnings.warn(
-                f"labels: dropped {n_repeated} row(s) that repeat a task–worker pair {where}; "
-                "the first row of each pair is kept",
-                DataWarning,
-                stacklevel=3,
-            )
-            return df.loc[~repeated]
-        warnings.warn(
-            f"labels: {n_repeated} row(s) repeat a task–worker pair {where}; each is counted "
-            "as a separate vote (pass duplicates='drop' to keep only the first)",
-            DataWarning,
-            stacklevel=3,
-        )
-        return df
-
     @staticmethod
     def _read_gold(gold: pd.Series | TableLike | Mapping, task: str, label: str) -> pd.Series:
         if isinstance(gold, Mapping):
