@@ -4,6 +4,7 @@ from .data import Labels
 from .exceptions import ConvergenceWarning, DataWarning, DivergenceWarning, NotFittedError
 from .models.labels import (
     BayesianDawidSkene,
+    CommunityDawidSkene,
     DawidSkene,
     HierarchicalAnnotation,
     MajorityVote,
@@ -16,6 +17,7 @@ __all__ = [
     "MajorityVote",
     "DawidSkene",
     "BayesianDawidSkene",
+    "CommunityDawidSkene",
     "HierarchicalAnnotation",
     "ConvergenceWarning",
     "DataWarning",

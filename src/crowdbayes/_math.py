@@ -7,6 +7,7 @@ edge, when results are handed back to the user.
 from __future__ import annotations
 
 import numpy as np
+from scipy import stats
 from scipy.special import digamma, gammaln, logsumexp
 
 __all__ = [
@@ -19,6 +20,7 @@ __all__ = [
     "safe_log",
     "gumbel_max_sample",
     "log_dirichlet_sample",
+    "beta_interval",
 ]
 
 
@@ -103,3 +105,14 @@ def log_dirichlet_sample(concentration: np.ndarray, rng: np.random.Generator) ->
         concentration
     )
     return log_normalize(log_gamma, axis=-1)[0]
+
+
+def beta_interval(mean: np.ndarray, variance: np.ndarray, level: float):
+    """Central interval of the Beta distribution with the given mean and variance."""
+    mean = np.clip(mean, 1e-12, 1 - 1e-12)
+    limit = mean * (1 - mean)
+    variance = np.clip(variance, 1e-300, limit * (1 - 1e-9))
+    concentration = limit / variance - 1
+    a, b = mean * concentration, (1 - mean) * concentration
+    tail = (1 - level) / 2
+    return stats.beta.ppf(tail, a, b), stats.beta.ppf(1 - tail, a, b)

@@ -10,15 +10,67 @@ scales.
 from __future__ import annotations
 
 import numpy as np
-from scipy.special import gammaln, logsumexp
+from scipy.special import digamma, gammaln, logsumexp
 
 __all__ = [
+    "dirichlet_multinomial_log_likelihoods",
     "dirichlet_multinomial_log_marginal",
+    "fit_dirichlet_rows",
     "row_hyperprior_log_density",
     "row_hyperprior_to_alpha",
     "alpha_to_row_hyperprior",
     "moment_match_dirichlet",
 ]
+
+
+def dirichlet_multinomial_log_likelihoods(counts: np.ndarray, alpha: np.ndarray) -> np.ndarray:
+    r"""Elementwise :math:`\log \int \prod_x \theta_x^{n_x}\,\mathrm{Dir}(\theta;\alpha)\,d\theta`
+    over the leading axes of ``counts`` and ``alpha`` (last axis: categories; broadcasting).
+
+    :math:`= \log\Gamma(S) - \log\Gamma(S + N) + \sum_x [\log\Gamma(\alpha_x + n_x) -
+    \log\Gamma(\alpha_x)]` with :math:`S = \sum_x\alpha_x`, :math:`N = \sum_x n_x` (the
+    multinomial coefficient is left out: it does not depend on α).
+    """
+    total = alpha.sum(axis=-1)
+    return (
+        gammaln(total)
+        - gammaln(total + counts.sum(axis=-1))
+        + (gammaln(counts + alpha) - gammaln(alpha)).sum(axis=-1)
+    )
+
+
+def fit_dirichlet_rows(
+    alpha: np.ndarray,
+    counts: np.ndarray,
+    weights: np.ndarray,
+    *,
+    steps: int = 5,
+    max_scale: float = np.inf,
+    min_alpha: float = 1e-3,
+) -> np.ndarray:
+    r"""Empirical-Bayes update of Dirichlet rows shared by many count tables (Minka 2000).
+
+    Increases :math:`\sum_j w_j \sum_k \log \mathrm{DirMult}(n_{jk:} \mid \alpha_k)` for
+    ``counts`` (J, K, K) and ``alpha`` (K, K) by the fixed point
+
+    .. math::
+        \alpha_{kx} \leftarrow \alpha_{kx}
+        \frac{\sum_j w_j [\psi(n_{jkx} + \alpha_{kx}) - \psi(\alpha_{kx})]}
+             {\sum_j w_j [\psi(N_{jk} + S_k) - \psi(S_k)]},
+
+    then caps each row's total :math:`S_k` at ``max_scale`` (a truncated prior on the scale:
+    without it the scale of a class can run away and absorb other classes).
+    """
+    alpha = alpha.copy()
+    row_totals = counts.sum(axis=-1)
+    for _ in range(steps):
+        scale = alpha.sum(axis=-1)
+        numerator = np.einsum("j,jkx->kx", weights, digamma(counts + alpha) - digamma(alpha))
+        denominator = np.einsum("j,jk->k", weights, digamma(row_totals + scale) - digamma(scale))
+        alpha = np.maximum(alpha * numerator / np.maximum(denominator, 1e-300)[:, None], min_alpha)
+        scale = alpha.sum(axis=-1, keepdims=True)
+        alpha = np.where(scale > max_scale, alpha * max_scale / scale, alpha)
+    return alpha
 
 
 def dirichlet_multinomial_log_marginal(counts: np.ndarray, alpha: np.ndarray) -> float:
@@ -28,12 +80,7 @@ def dirichlet_multinomial_log_marginal(counts: np.ndarray, alpha: np.ndarray) ->
     Equals :math:`\sum_j [\log\Gamma(S) - \log\Gamma(S + N_j) + \sum_x \log\Gamma(\alpha_x + n_{jx})
     - \log\Gamma(\alpha_x)]` with :math:`S = \sum_x\alpha_x`; rows with no counts contribute 0.
     """
-    total = alpha.sum()
-    per_row = counts.sum(axis=1)
-    return float(
-        (gammaln(total) - gammaln(total + per_row)).sum()
-        + (gammaln(counts + alpha) - gammaln(alpha)).sum()
-    )
+    return float(dirichlet_multinomial_log_likelihoods(counts, alpha).sum())
 
 
 def row_hyperprior_to_alpha(coords: np.ndarray) -> np.ndarray:

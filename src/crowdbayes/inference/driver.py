@@ -34,6 +34,7 @@ def run_iterations(
     *,
     max_iter: int,
     tol: float | None = None,
+    monitor: str = "objective",
     min_iter: int = 1,
     progress: bool = False,
     desc: str = "iterations",
@@ -42,14 +43,18 @@ def run_iterations(
 ) -> IterationResult:
     """Run ``step(iteration)`` up to ``max_iter`` times.
 
-    Converged means the monitored objective changed by less than
-    ``tol * max(1, |objective|)`` between two iterations (only checked when ``tol`` is not None
-    and after ``min_iter`` iterations). ``callback(iteration, objective)`` may return True to stop
+    With ``monitor="objective"`` the step returns the objective and converged means it changed by
+    less than ``tol * max(1, |objective|)`` between two iterations; with ``monitor="change"``
+    the step returns the size of its own update (e.g. the largest change of a probability) and
+    converged means that is below ``tol``. Only checked when ``tol`` is not None and after
+    ``min_iter`` iterations. ``callback(iteration, objective)`` may return True to stop
     early. Emits a :class:`ConvergenceWarning` naming ``warn_name`` if a tolerance was given and
     never met.
     """
     if max_iter < 1:
         raise ValueError(f"max_iter must be at least 1; got {max_iter}")
+    if monitor not in ("objective", "change"):
+        raise ValueError(f"monitor must be 'objective' or 'change'; got {monitor!r}")
     result = IterationResult()
     bar = tqdm(total=max_iter, desc=desc, disable=not progress, leave=False)
     try:
@@ -64,10 +69,9 @@ def run_iterations(
                 bar.set_postfix(objective=f"{value:.6g}", refresh=False)
                 if (
                     tol is not None
-                    and previous is not None
                     and result.n_iter >= min_iter
                     and math.isfinite(value)
-                    and abs(value - previous) < tol * max(1.0, abs(value))
+                    and _has_converged(monitor, value, previous, tol)
                 ):
                     result.converged = True
                     break
@@ -84,3 +88,9 @@ def run_iterations(
             stacklevel=3,
         )
     return result
+
+
+def _has_converged(monitor: str, value: float, previous: float | None, tol: float) -> bool:
+    if monitor == "change":
+        return value < tol
+    return previous is not None and abs(value - previous) < tol * max(1.0, abs(value))

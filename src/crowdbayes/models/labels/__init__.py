@@ -1,8 +1,15 @@
 """Label aggregation: majority vote, Dawid–Skene (EM, VB), hierarchical annotation (Gibbs)."""
 
 from .bayesian_dawid_skene import BayesianDawidSkene
+from .community import CommunityDawidSkene
 from .dawid_skene import DawidSkene
 from .hierarchical import HierarchicalAnnotation
 from .majority_vote import MajorityVote
 
-__all__ = ["MajorityVote", "DawidSkene", "BayesianDawidSkene", "HierarchicalAnnotation"]
+__all__ = [
+    "MajorityVote",
+    "DawidSkene",
+    "BayesianDawidSkene",
+    "CommunityDawidSkene",
+    "HierarchicalAnnotation",
+]

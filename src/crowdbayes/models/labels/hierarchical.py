@@ -6,8 +6,8 @@ import warnings
 
 import numpy as np
 import pandas as pd
-from scipy import stats as scistats
 
+from ..._math import beta_interval
 from ..._utils import RandomState, as_generator, spawn_generators
 from ...data import Labels
 from ...exceptions import ConvergenceWarning, DivergenceWarning
@@ -280,14 +280,3 @@ def _pool(moments) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     else:
         r_hat = np.full_like(mean, np.nan)
     return mean, variance, r_hat
-
-
-def beta_interval(mean: np.ndarray, variance: np.ndarray, level: float):
-    """Central interval of the Beta distribution with the given mean and variance."""
-    mean = np.clip(mean, 1e-12, 1 - 1e-12)
-    limit = mean * (1 - mean)
-    variance = np.clip(variance, 1e-300, limit * (1 - 1e-9))
-    concentration = limit / variance - 1
-    a, b = mean * concentration, (1 - mean) * concentration
-    tail = (1 - level) / 2
-    return scistats.beta.ppf(tail, a, b), scistats.beta.ppf(1 - tail, a, b)
