@@ -21,7 +21,7 @@ def small_labels(tmp_path):
     return path
 
 
-@pytest.mark.parametrize("model", ["mv", "ds", "bayes-ds", "hierarchical"])
+@pytest.mark.parametrize("model", ["mv", "ds", "bayes-ds", "community-ds", "hierarchical"])
 def test_fit_writes_tasks_and_workers(model, small_labels, tmp_path, capsys):
     out, workers = tmp_path / "out" / "tasks.csv", tmp_path / "workers.csv"
     options = (

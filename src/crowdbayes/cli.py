@@ -21,7 +21,13 @@ import pandas as pd
 
 from .data import Labels
 from .data._io import read_table, table_writer, write_atomically
-from .models.labels import BayesianDawidSkene, DawidSkene, HierarchicalAnnotation, MajorityVote
+from .models.labels import (
+    BayesianDawidSkene,
+    CommunityDawidSkene,
+    DawidSkene,
+    HierarchicalAnnotation,
+    MajorityVote,
+)
 
 EXIT_ERROR = 2
 
@@ -29,6 +35,7 @@ LABEL_MODELS = {
     "mv": "majority vote (seeded random ties)",
     "ds": "Dawid-Skene, EM",
     "bayes-ds": "Bayesian Dawid-Skene, variational Bayes",
+    "community-ds": "community Dawid-Skene, learnt community priors (most accurate overall)",
     "hierarchical": "hierarchical annotation model, Gibbs (default)",
 }
 
@@ -102,6 +109,8 @@ def _make_model(args: argparse.Namespace, progress: bool):
         return DawidSkene(progress=progress, **options)
     if args.model == "bayes-ds":
         return BayesianDawidSkene(progress=progress, **options)
+    if args.model == "community-ds":
+        return CommunityDawidSkene(progress=progress, **options)
     for name, flag in (("n_chains", "chains"), ("n_warmup", "warmup"), ("n_samples", "samples")):
         if getattr(args, flag) is not None:
             options[name] = getattr(args, flag)
