@@ -9,7 +9,7 @@ scoring, never given to a model.
 Models (default settings unless stated):
 
 - crowdbayes: MajorityVote(ties="random", random_state=0), DawidSkene(),
-  BayesianDawidSkene(), HierarchicalAnnotation(random_state=0);
+  BayesianDawidSkene(), HierarchicalAnnotation(random_state=0), CommunityDawidSkene();
 - crowd-kit 1.4.2: MajorityVote(), DawidSkene(n_iter=100), GLAD(), MACE().
 
 Usage (from the repository root)::
@@ -50,12 +50,13 @@ MODELS = {
     "cb_ds": ("cb DS", "crowdbayes", "DawidSkene()"),
     "cb_bds": ("cb BDS", "crowdbayes", "BayesianDawidSkene()"),
     "cb_ha": ("cb HA", "crowdbayes", "HierarchicalAnnotation(random_state=0)"),
+    "cb_cds": ("cb CDS", "crowdbayes", "CommunityDawidSkene()"),
     "ck_mv": ("ck MV", "crowd-kit", "MajorityVote()"),
     "ck_ds": ("ck DS", "crowd-kit", "DawidSkene(n_iter=100)"),
     "ck_glad": ("ck GLAD", "crowd-kit", "GLAD()"),
     "ck_mace": ("ck MACE", "crowd-kit", "MACE()"),
 }
-BAYESIAN = ("cb_bds", "cb_ha")
+BAYESIAN = ("cb_bds", "cb_ha", "cb_cds")
 REFERENCE = "ck_ds"
 EPS = 1e-15
 
@@ -69,6 +70,7 @@ def _make_model(key: str):
             "cb_ds": lambda: cb.DawidSkene(),
             "cb_bds": lambda: cb.BayesianDawidSkene(),
             "cb_ha": lambda: cb.HierarchicalAnnotation(random_state=0),
+            "cb_cds": lambda: cb.CommunityDawidSkene(),
         }[key]()
     from crowdkit import aggregation as ck
 

@@ -12,6 +12,12 @@ Two samplers leave the same posterior invariant:
 
 The paper's own sampler plugs the conjugate posterior *mean* of θ back in instead of a draw,
 which its author questions ("is this kosher?"); it is not a valid Gibbs step, so we draw.
+
+Relabelling (label switching) is decided once per sweep from the sweep's final classes. The
+collapsed sampler computes each task's probabilities part-way through the sweep, so on weakly
+identified data, where relabelling fires often, its task probabilities are slightly biased
+(measured: 0.031 against an exact 0.022 on an 8-task toy relabelled in 1.4% of sweeps); the
+blocked sampler, the default, computes all tasks from one state and is barely affected.
 """
 
 from __future__ import annotations
