@@ -20,6 +20,7 @@ from crowdbayes.datasets import load_labels
 from crowdbayes.inference import run_iterations
 from crowdbayes.metrics import accuracy, log_loss
 from crowdbayes.models.labels.community import _predictive_moments
+from label_sets import GOLD_SETS
 
 
 def test_dirichlet_multinomial_matches_beta_binomial():
@@ -143,12 +144,6 @@ def test_driver_change_monitor_converges_on_small_updates():
     assert result.converged and result.n_iter == 3
     with pytest.raises(ValueError, match="monitor must be"):
         run_iterations(lambda _: 0.0, max_iter=1, monitor="nope")
-
-
-GOLD_SETS = [
-    "bluebird", "d_possent", "d_product", "dog", "duchenne", "rte",
-    "s_adult", "s_rel", "temp", "trec", "web", "wsd",
-]  # fmt: skip
 
 
 def test_beats_crowdkit_dawid_skene_across_the_gold_sets(data_root):

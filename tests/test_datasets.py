@@ -19,22 +19,7 @@ from crowdbayes.datasets import (
     simulate_labels,
 )
 from crowdbayes.exceptions import DataWarning
-
-ALL_SETS = [
-    "adult_content3",
-    "bluebird",
-    "d_possent",
-    "d_product",
-    "dog",
-    "duchenne",
-    "rte",
-    "s_adult",
-    "s_rel",
-    "temp",
-    "trec",
-    "web",
-    "wsd",
-]
+from label_sets import ALL_SETS
 
 
 @pytest.fixture

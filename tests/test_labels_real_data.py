@@ -23,22 +23,7 @@ from crowdbayes import (
 )
 from crowdbayes.datasets import load_labels
 from crowdbayes.metrics import accuracy, log_loss
-
-# every shared label set that has gold labels (adult_content3 has none)
-GOLD_SETS = [
-    "bluebird",
-    "d_possent",
-    "d_product",
-    "dog",
-    "duchenne",
-    "rte",
-    "s_adult",
-    "s_rel",
-    "temp",
-    "trec",
-    "web",
-    "wsd",
-]
+from label_sets import GOLD_SETS
 
 
 @pytest.fixture(scope="module")

@@ -11,7 +11,7 @@ from ..._utils import check_is_fitted
 from ...data import Labels, as_labels
 from ...data._io import TableLike
 
-__all__ = ["LabelModel", "clamp_gold"]
+__all__ = ["LabelModel", "clamp_gold", "vote_share_start"]
 
 
 def clamp_gold(log_weights: np.ndarray, gold_codes: np.ndarray) -> np.ndarray:
@@ -26,6 +26,15 @@ def clamp_gold(log_weights: np.ndarray, gold_codes: np.ndarray) -> np.ndarray:
     clamped[:, tasks] = -np.inf
     clamped[gold_codes[tasks], tasks] = keep
     return clamped
+
+
+def vote_share_start(labels: Labels) -> np.ndarray:
+    """Class-major starting responsibilities: each task's vote shares, gold tasks one-hot."""
+    votes = labels.vote_counts()
+    resp = votes / votes.sum(axis=0)
+    known = labels.gold_codes >= 0
+    resp[:, known] = np.eye(labels.n_classes)[:, labels.gold_codes[known]]
+    return resp
 
 
 class LabelModel(ABC):

@@ -9,8 +9,7 @@ from ..._math import dirichlet_expected_log, dirichlet_kl, softmax_classes
 from ...annotators import confusion_statistics, label_log_likelihood
 from ...data import Labels
 from ...inference import run_iterations
-from ._base import LabelModel, clamp_gold
-from .dawid_skene import clamp_responsibilities
+from ._base import LabelModel, clamp_gold, vote_share_start
 
 __all__ = ["BayesianDawidSkene", "confusion_prior"]
 
@@ -87,8 +86,7 @@ class BayesianDawidSkene(LabelModel):
         n_classes = labels.n_classes
         alpha_prior = confusion_prior(n_classes, self.prior_diagonal, self.prior_off_diagonal)
         beta_prior = np.full(n_classes, float(self.prior_prevalence))
-        votes = labels.vote_counts()
-        state = {"resp": clamp_responsibilities(votes / votes.sum(axis=0), labels.gold_codes)}
+        state = {"resp": vote_share_start(labels)}
 
         def update_globals() -> None:
             state["alpha"] = alpha_prior + confusion_statistics(labels, state["resp"])

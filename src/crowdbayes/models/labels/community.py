@@ -10,8 +10,7 @@ from ...annotators import confusion_statistics, label_log_likelihood
 from ...annotators.hierarchical import dirichlet_multinomial_log_likelihoods, fit_dirichlet_rows
 from ...data import Labels
 from ...inference import run_iterations
-from ._base import LabelModel, clamp_gold
-from .dawid_skene import clamp_responsibilities
+from ._base import LabelModel, clamp_gold, vote_share_start
 
 __all__ = ["CommunityDawidSkene"]
 
@@ -107,8 +106,7 @@ class CommunityDawidSkene(LabelModel):
         self._check_params()
         n_classes, n_groups = labels.n_classes, self.n_communities
         cap = self.max_prior_scale * n_classes
-        votes = labels.vote_counts()
-        state = {"resp": clamp_responsibilities(votes / votes.sum(axis=0), labels.gold_codes)}
+        state = {"resp": vote_share_start(labels)}
         stats = confusion_statistics(labels, state["resp"])
         membership = _initial_communities(stats, n_groups)
         start = np.full((n_classes, n_classes), float(self.initial_concentration))

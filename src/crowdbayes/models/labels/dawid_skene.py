@@ -15,7 +15,7 @@ from ...annotators import (
 )
 from ...data import Labels
 from ...inference import run_iterations
-from ._base import LabelModel, clamp_gold
+from ._base import LabelModel, clamp_gold, vote_share_start
 
 __all__ = ["DawidSkene"]
 
@@ -76,8 +76,7 @@ class DawidSkene(LabelModel):
             raise ValueError("smoothing and prevalence_smoothing must be non-negative")
         update_confusion = one_coin_map if self.one_coin else full_confusion_map
         confusion_log_prior = one_coin_log_prior if self.one_coin else full_confusion_log_prior
-        votes = labels.vote_counts()
-        resp = clamp_responsibilities(votes / votes.sum(axis=0), labels.gold_codes)
+        resp = vote_share_start(labels)
         state = {}
 
         def m_step(resp: np.ndarray) -> None:
@@ -112,12 +111,3 @@ class DawidSkene(LabelModel):
         self._set_task_results(labels, state["resp"])
         self._set_prevalence(labels, state["prevalence"])
         self._set_confusion(labels, state["confusion"])
-
-
-def clamp_responsibilities(resp: np.ndarray, gold_codes: np.ndarray) -> np.ndarray:
-    """Class-major responsibilities with gold tasks set to their one-hot gold class."""
-    known = gold_codes >= 0
-    if known.any():
-        resp = resp.copy()
-        resp[:, known] = np.eye(resp.shape[0])[:, gold_codes[known]]
-    return resp
