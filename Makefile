@@ -4,12 +4,15 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+TORCH_VERSION ?= 2.13.0
 
 .PHONY: demo test lint install clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
+	# torch first, pinned: its CPU wheel; any other torch requirement pulls CUDA packages
+	$(BIN)/python -m pip install --quiet "torch==$(TORCH_VERSION)"
 	$(BIN)/python -m pip install --quiet -e ".[dev]"
 	touch $(STAMP)
 

@@ -1,35 +1,21 @@
-"""The ``crowdbayes`` command line.
-
-    crowdbayes labels fit INPUT [--model mv|ds|bayes-ds|hierarchical] [--gold FILE]
-                                [--eval-gold FILE] [--out FILE] [--workers-out FILE] [--seed N]
-    crowdbayes labels fit --dataset rte ...
-    crowdbayes datasets list
-
-Errors are reported as one line on stderr with a non-zero exit status, and no partial output
-file is left behind (outputs are written to a temporary file and moved into place).
-"""
+"""``crowdbayes labels fit``: aggregate class labels."""
 
 from __future__ import annotations
 
 import argparse
-import sys
-import warnings
-from collections.abc import Sequence
 
-import numpy as np
 import pandas as pd
 
-from .data import Labels
-from .data._io import read_table, table_writer, write_atomically
-from .models.labels import (
+from ..data import Labels
+from ..data._io import read_table, table_writer, write_atomically
+from ..models.labels import (
     BayesianDawidSkene,
     CommunityDawidSkene,
     DawidSkene,
     HierarchicalAnnotation,
     MajorityVote,
 )
-
-EXIT_ERROR = 2
+from ._common import show_progress
 
 LABEL_MODELS = {
     "mv": "majority vote (seeded random ties)",
@@ -40,16 +26,8 @@ LABEL_MODELS = {
 }
 
 
-class CommandError(Exception):
-    """A user-facing error: printed as one line, exit status 2."""
-
-
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="crowdbayes", description="Bayesian inference from noisy human judgments."
-    )
-    commands = parser.add_subparsers(dest="command", required=True)
-
+def register(commands) -> None:
+    """Add the ``labels`` command to the top-level sub-parsers."""
     labels = commands.add_parser("labels", help="aggregate class labels from many workers")
     labels_commands = labels.add_subparsers(dest="action", required=True)
     fit = labels_commands.add_parser(
@@ -82,11 +60,7 @@ def _parser() -> argparse.ArgumentParser:
         "--hyperprior", choices=["sample", "moment", "fixed"], help="hierarchical hyperpriors"
     )
     fit.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None)
-
-    datasets = commands.add_parser("datasets", help="bundled and CROWDBAYES_DATA data sets")
-    datasets_commands = datasets.add_subparsers(dest="action", required=True)
-    datasets_commands.add_parser("list", help="list the label sets found")
-    return parser
+    fit.set_defaults(handler=_labels_fit)
 
 
 def _parse_classes(text: str | None) -> list | None:
@@ -125,7 +99,7 @@ def _load_inputs(args: argparse.Namespace) -> tuple[Labels, pd.Series | None, st
     options = dict(columns, classes=_parse_classes(args.classes), duplicates=args.duplicates)
     eval_gold = None
     if args.dataset is not None:
-        from .datasets import load_labels
+        from ..datasets import load_labels
 
         dataset = load_labels(args.dataset)
         data, eval_gold, name = dataset.labels, dataset.gold, f"data set {dataset.name!r}"
@@ -176,7 +150,7 @@ def _summary(model, labels: Labels, eval_gold: pd.Series | None, name: str, seco
 
 
 def _score_line(model, gold: pd.Series) -> str:
-    from .metrics import accuracy, log_loss
+    from ..metrics import accuracy, log_loss
 
     known = gold.index.isin(model.labels_.index)
     missing = int((~known).sum())
@@ -198,7 +172,7 @@ def _labels_fit(args: argparse.Namespace) -> None:
     import time
 
     labels, eval_gold, name = _load_inputs(args)
-    progress = sys.stderr.isatty() if args.progress is None else args.progress
+    progress = show_progress(args.progress)
     model = _make_model(args, progress)
     start = time.perf_counter()
     model.fit(labels)
@@ -210,38 +184,3 @@ def _labels_fit(args: argparse.Namespace) -> None:
         outputs.append((args.workers_out, table_writer(model.worker_table(), index=False)))
     write_atomically(outputs)
     print(_summary(model, labels, eval_gold, name, seconds))
-
-
-def _datasets_list(_: argparse.Namespace) -> None:
-    from .datasets import list_datasets
-
-    table = list_datasets()
-    if table.empty:
-        print("no data sets found; set CROWDBAYES_DATA to the data directory")
-        return
-    with pd.option_context("display.width", 200, "display.max_columns", 20):
-        print(table.drop(columns=["location"]).to_string(index=False))
-
-
-def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
-    print(f"crowdbayes: warning: {message}", file=sys.stderr)
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``crowdbayes`` command; returns the exit status."""
-    args = _parser().parse_args(argv)
-    handlers = {("labels", "fit"): _labels_fit, ("datasets", "list"): _datasets_list}
-    with warnings.catch_warnings():
-        warnings.showwarning = _show_warning
-        np.seterr(all="ignore")
-        try:
-            handlers[(args.command, args.action)](args)
-        except (ValueError, TypeError, OSError, ImportError, CommandError) as err:
-            message = str(err).splitlines()[0] if str(err) else type(err).__name__
-            print(f"crowdbayes: error: {message}", file=sys.stderr)
-            return EXIT_ERROR
-    return 0
-
-
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())

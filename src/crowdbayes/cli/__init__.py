@@ -1,0 +1,61 @@
+"""The ``crowdbayes`` command line.
+
+    crowdbayes labels fit INPUT [--model mv|ds|bayes-ds|community-ds|hierarchical] [--gold FILE]
+                                [--eval-gold FILE] [--out FILE] [--workers-out FILE] [--seed N]
+    crowdbayes labels fit --dataset rte ...
+    crowdbayes datasets list
+
+Each command family lives in its own module with a ``register(commands)`` function that adds its
+sub-parsers and sets ``handler``. Errors are reported as one line on stderr with exit status 2,
+and no partial output file is left behind (outputs are written to temporary files and moved into
+place together).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import warnings
+from collections.abc import Sequence
+
+import numpy as np
+
+from . import datasets, labels
+from ._common import EXIT_ERROR, CommandError
+
+__all__ = ["main", "CommandError", "EXIT_ERROR"]
+
+_FAMILIES = (labels, datasets)
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="crowdbayes", description="Bayesian inference from noisy human judgments."
+    )
+    commands = parser.add_subparsers(dest="command", required=True)
+    for family in _FAMILIES:
+        family.register(commands)
+    return parser
+
+
+def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    print(f"crowdbayes: warning: {message}", file=sys.stderr)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``crowdbayes`` command; returns the exit status."""
+    args = _parser().parse_args(argv)
+    with warnings.catch_warnings():
+        warnings.showwarning = _show_warning
+        np.seterr(all="ignore")
+        try:
+            args.handler(args)
+        except (ValueError, TypeError, OSError, ImportError, CommandError) as err:
+            message = str(err).splitlines()[0] if str(err) else type(err).__name__
+            print(f"crowdbayes: error: {message}", file=sys.stderr)
+            return EXIT_ERROR
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

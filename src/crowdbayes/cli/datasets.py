@@ -1,0 +1,26 @@
+"""``crowdbayes datasets list``: the bundled data sets and those under CROWDBAYES_DATA."""
+
+from __future__ import annotations
+
+import argparse
+
+import pandas as pd
+
+
+def register(commands) -> None:
+    """Add the ``datasets`` command to the top-level sub-parsers."""
+    datasets = commands.add_parser("datasets", help="bundled and CROWDBAYES_DATA data sets")
+    datasets_commands = datasets.add_subparsers(dest="action", required=True)
+    datasets_list = datasets_commands.add_parser("list", help="list the label sets found")
+    datasets_list.set_defaults(handler=_datasets_list)
+
+
+def _datasets_list(_: argparse.Namespace) -> None:
+    from ..datasets import list_datasets
+
+    table = list_datasets()
+    if table.empty:
+        print("no data sets found; set CROWDBAYES_DATA to the data directory")
+        return
+    with pd.option_context("display.width", 200, "display.max_columns", 20):
+        print(table.drop(columns=["location"]).to_string(index=False))
