@@ -1,6 +1,7 @@
 """crowdbayes: Bayesian inference from noisy human judgments."""
 
 from .data import Labels
+from .data.rankings import Rankings
 from .exceptions import ConvergenceWarning, DataWarning, DivergenceWarning, NotFittedError
 from .models.labels import (
     BayesianDawidSkene,
@@ -8,6 +9,12 @@ from .models.labels import (
     DawidSkene,
     HierarchicalAnnotation,
     MajorityVote,
+)
+from .models.plackett_luce import (
+    PlackettLuceGibbs,
+    PlackettLuceMAP,
+    PlackettLuceMM,
+    PlackettLuceVI,
 )
 
 __version__ = "0.1.0"
@@ -19,6 +26,11 @@ __all__ = [
     "BayesianDawidSkene",
     "CommunityDawidSkene",
     "HierarchicalAnnotation",
+    "Rankings",
+    "PlackettLuceVI",
+    "PlackettLuceMAP",
+    "PlackettLuceMM",
+    "PlackettLuceGibbs",
     "ConvergenceWarning",
     "DataWarning",
     "DivergenceWarning",

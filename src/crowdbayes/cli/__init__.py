@@ -3,6 +3,9 @@
     crowdbayes labels fit INPUT [--model mv|ds|bayes-ds|community-ds|hierarchical] [--gold FILE]
                                 [--eval-gold FILE] [--out FILE] [--workers-out FILE] [--seed N]
     crowdbayes labels fit --dataset rte ...
+    crowdbayes rank fit RANKINGS [--items ITEMS] [--model pl-vi|pl-map|pl-mm|pl-gibbs]
+                             [--save MODEL] [--out SCORES]
+    crowdbayes rank predict MODEL --pairs PAIRS [--items ITEMS] --out P
     crowdbayes datasets list
 
 Each command family lives in its own module with a ``register(commands)`` function that adds its
@@ -20,12 +23,12 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from . import datasets, labels
+from . import datasets, labels, rank
 from ._common import EXIT_ERROR, CommandError
 
 __all__ = ["main", "CommandError", "EXIT_ERROR"]
 
-_FAMILIES = (labels, datasets)
+_FAMILIES = (labels, rank, datasets)
 
 
 def _parser() -> argparse.ArgumentParser:

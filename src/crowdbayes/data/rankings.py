@@ -1,0 +1,318 @@
+"""The ``Rankings`` container: rankings and top choices over sets of items, validated once.
+
+A ranking of a set A into a_1 ≻ a_2 ≻ … is, under Plackett–Luce, the same as the independent
+top-queries "a_1 is the best of A", "a_2 is the best of A \\ {a_1}", … (Guo et al. 2019, Eq. 4).
+The container stores exactly those top-queries ("stages"): stage l has the choice set A_l and the
+chosen item c_l, which is always the first member of its set.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from ._io import TableLike, read_table
+from ._validate import reject_missing, require_columns, show_id, show_values
+from .features import FeatureTable, read_features
+
+__all__ = ["Rankings", "as_rankings"]
+
+
+class Rankings:
+    """Rankings, partial rankings and top choices in long format.
+
+    Each row places ``item`` in ``query`` with its ``rank`` (1 = best). Items of a query without
+    a rank are the alternatives that were shown but not ranked, so a top-1 choice among six is one
+    row with rank 1 and five rows with no rank, and a top-3 of ten has ranks 1, 2, 3 and seven
+    unranked rows. A full ranking of m items gives m − 1 top-queries, a top-k ranking k.
+
+    Parameters
+    ----------
+    data : DataFrame or path
+        Columns ``query, item, rank`` (names configurable), optional ``worker``.
+    items : DataFrame, path or FeatureTable, optional
+        Item features: one row per item id (column ``item`` or the index), numeric columns.
+        Needed by the feature models; items may be shared across queries or unique to one, and
+        may include items that appear in no query (for prediction).
+    query, item, rank, worker : str
+        Column names. ``worker`` is optional: when the column is absent every query is anonymous.
+
+    Attributes
+    ----------
+    item_ids, query_ids, worker_ids : pandas.Index
+        The user's ids in code order (``item_ids``: items that appear in the rankings).
+    stage_items : ndarray of int
+        Item codes of all choice sets, concatenated; set l is
+        ``stage_items[stage_offsets[l]:stage_offsets[l + 1]]`` and its first member is chosen.
+    stage_offsets : ndarray of int, shape (n_stages + 1,)
+    stage_query : ndarray of int, shape (n_stages,)
+        The query each top-query comes from.
+    features : FeatureTable or None
+        The item features, validated.
+    """
+
+    def __init__(
+        self,
+        data: TableLike,
+        items: TableLike | FeatureTable | None = None,
+        *,
+        query: str = "query",
+        item: str = "item",
+        rank: str = "rank",
+        worker: str = "worker",
+    ) -> None:
+        what = "rankings"
+        df = read_table(data, what=what, id_columns=(query, item, worker))
+        require_columns(df, (query, item, rank), what)
+        if len(df) == 0:
+            raise ValueError(f"{what}: the table is empty (0 rows)")
+        reject_missing(df, (query, item), what)
+        has_worker = worker in df.columns
+        if has_worker:
+            reject_missing(df, (worker,), what)
+
+        query_codes, self.query_ids = pd.factorize(df[query], sort=False)
+        item_codes, self.item_ids = pd.factorize(df[item], sort=False)
+        self.query_ids = pd.Index(self.query_ids, name=query)
+        self.item_ids = pd.Index(self.item_ids, name=item)
+        ranks = _ranks(df[rank], what, rank)
+        self._check_queries(query_codes, item_codes, ranks)
+        self._build_stages(query_codes, item_codes, ranks)
+
+        if has_worker:
+            self._query_workers(query_codes, df[worker])
+        else:
+            self.worker_ids = pd.Index([], name=worker)
+            self.query_worker = np.full(self.n_queries, -1, dtype=np.int64)
+
+        self.features: FeatureTable | None = None
+        self.X: np.ndarray | None = None
+        if items is not None:
+            self.features = read_features(items, id_column=item, what="items")
+            self.X = self.features.take(self.item_ids, needed_by="rankings")
+
+    # -- construction -------------------------------------------------------------------------
+
+    def _check_queries(self, query_codes, item_codes, ranks) -> None:
+        n_queries = len(self.query_ids)
+        key = query_codes.astype(np.int64) * len(self.item_ids) + item_codes
+        repeated = pd.Series(key).duplicated().to_numpy()
+        if repeated.any():
+            row = int(np.argmax(repeated))
+            raise ValueError(
+                f"rankings: {int(repeated.sum())} row(s) repeat an item within a query (first: "
+                f"item {show_id(self.item_ids[item_codes[row]])} in query "
+                f"{show_id(self.query_ids[query_codes[row]])})"
+            )
+        sizes = np.bincount(query_codes, minlength=n_queries)
+        single = np.flatnonzero(sizes < 2)
+        if single.size:
+            raise ValueError(
+                f"rankings: {single.size} query(ies) have only one item, so nothing was chosen "
+                f"(first: {show_values(list(self.query_ids[single[:5]]))})"
+            )
+        ranked = ~np.isnan(ranks)
+        n_ranked = np.bincount(query_codes[ranked], minlength=n_queries)
+        unranked = np.flatnonzero(n_ranked == 0)
+        if unranked.size:
+            raise ValueError(
+                f"rankings: {unranked.size} query(ies) have no ranked item "
+                f"(first: {show_values(list(self.query_ids[unranked[:5]]))}); give the chosen "
+                "item rank 1"
+            )
+        # ranks of each query must be exactly 1..R: distinct (no ties) and without gaps
+        rank_key = query_codes[ranked].astype(np.int64) * (len(ranks) + 1) + ranks[ranked]
+        tied = pd.Series(rank_key).duplicated().to_numpy()
+        if tied.any():
+            q = query_codes[ranked][int(np.argmax(tied))]
+            raise ValueError(
+                f"rankings: ties in rank are not allowed ({int(tied.sum())} repeated rank(s); "
+                f"first in query {show_id(self.query_ids[q])}); Plackett–Luce needs a strict order"
+            )
+        top = np.zeros(n_queries)
+        np.maximum.at(top, query_codes[ranked], ranks[ranked])
+        gaps = np.flatnonzero(top != n_ranked)
+        if gaps.size:
+            q = gaps[0]
+            got = sorted(ranks[ranked & (query_codes == q)].astype(int).tolist())
+            raise ValueError(
+                f"rankings: {gaps.size} query(ies) have ranks that are not 1, 2, ..., R "
+                f"(first: query {show_id(self.query_ids[q])} has ranks {got})"
+            )
+
+    def _build_stages(self, query_codes, item_codes, ranks) -> None:
+        """Break every ranking into its top-queries (Eq. 4), fully vectorised."""
+        order = np.lexsort((np.where(np.isnan(ranks), np.inf, ranks), query_codes))
+        sorted_items = item_codes[order].astype(np.int64)
+        sorted_queries = query_codes[order]
+        n_queries = len(self.query_ids)
+        sizes = np.bincount(sorted_queries, minlength=n_queries)
+        starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+        n_ranked = np.bincount(query_codes[~np.isnan(ranks)], minlength=n_queries)
+        # a full ranking's last stage has a single item: probability one, no information
+        n_stages = np.minimum(n_ranked, sizes - 1)
+        stage_query = np.repeat(np.arange(n_queries), n_stages)
+        first_stage = np.concatenate([[0], np.cumsum(n_stages)[:-1]])
+        position = np.arange(len(stage_query)) - np.repeat(first_stage, n_stages)
+        stage_sizes = sizes[stage_query] - position
+        offsets = np.concatenate([[0], np.cumsum(stage_sizes)])
+        member = np.arange(offsets[-1]) - np.repeat(offsets[:-1], stage_sizes)
+        source = np.repeat(starts[stage_query] + position, stage_sizes) + member
+        self.stage_items = sorted_items[source]
+        self.stage_offsets = offsets
+        self.stage_query = stage_query
+        self.query_sizes = sizes
+        self.query_n_ranked = n_ranked
+
+    def _query_workers(self, query_codes, workers: pd.Series) -> None:
+        worker_codes, worker_ids = pd.factorize(workers, sort=False)
+        self.worker_ids = pd.Index(worker_ids, name=workers.name)
+        per_query = np.full(len(self.query_ids), -1, dtype=np.int64)
+        per_query[query_codes] = worker_codes
+        conflict = per_query[query_codes] != worker_codes
+        if conflict.any():
+            q = query_codes[int(np.argmax(conflict))]
+            raise ValueError(
+                f"rankings: query {show_id(self.query_ids[q])} has rows from more than one worker; "
+                "a query is one person's ranking"
+            )
+        self.query_worker = per_query
+
+    # -- views ----------------------------------------------------------------------------------
+
+    @property
+    def n_items(self) -> int:
+        return len(self.item_ids)
+
+    @property
+    def n_queries(self) -> int:
+        return len(self.query_ids)
+
+    @property
+    def n_stages(self) -> int:
+        return len(self.stage_query)
+
+    @property
+    def stage_sizes(self) -> np.ndarray:
+        return np.diff(self.stage_offsets)
+
+    @property
+    def chosen(self) -> np.ndarray:
+        """Item code chosen at each stage (the first member of its set)."""
+        return self.stage_items[self.stage_offsets[:-1]]
+
+    @property
+    def stage_of_member(self) -> np.ndarray:
+        """For each entry of ``stage_items``, the stage it belongs to."""
+        return np.repeat(np.arange(self.n_stages), self.stage_sizes)
+
+    def require_features(self, model: str) -> np.ndarray:
+        """The item feature matrix (rows in ``item_ids`` order); a clear error without one."""
+        if self.X is None:
+            raise ValueError(f"{model} needs item features: pass items=<feature table> to Rankings")
+        return self.X
+
+    def pairs(self) -> pd.DataFrame:
+        """Every ranking broken into ordered pairs ``winner, loser`` (in the user's item ids):
+        each ranked item beats every item ranked below it and every unranked alternative."""
+        sizes = self.stage_sizes
+        chosen = np.repeat(self.chosen, sizes - 1)
+        is_first = np.zeros(len(self.stage_items), dtype=bool)
+        is_first[self.stage_offsets[:-1]] = True
+        losers = self.stage_items[~is_first]
+        return pd.DataFrame(
+            {
+                "query": self.query_ids[np.repeat(self.stage_query, sizes - 1)],
+                "winner": self.item_ids[chosen],
+                "loser": self.item_ids[losers],
+            }
+        )
+
+    def __repr__(self) -> str:
+        features = "no features" if self.X is None else f"{self.X.shape[1]} features"
+        return (
+            f"Rankings({self.n_queries} queries, {self.n_items} items, {self.n_stages} "
+            f"top-queries, {features})"
+        )
+
+    @classmethod
+    def from_pairs(
+        cls,
+        data: TableLike,
+        items: TableLike | FeatureTable | None = None,
+        *,
+        left: str = "left",
+        right: str = "right",
+        label: str = "label",
+        worker: str = "worker",
+    ) -> Rankings:
+        """Pairwise comparisons ``left, right, label`` (label = the preferred item's id) as
+        rankings of two. A tie (``label == "equal"``) has no Plackett–Luce likelihood and is
+        refused, as is a label that is neither item of its pair."""
+        what = "pairs"
+        df = read_table(data, what=what, id_columns=(left, right, label, worker))
+        require_columns(df, (left, right, label), what)
+        if len(df) == 0:
+            raise ValueError(f"{what}: the table is empty (0 rows)")
+        reject_missing(df, (left, right, label), what)
+        lefts, rights, labels = (df[c].astype(str) for c in (left, right, label))
+        ties = (labels == "equal").to_numpy()
+        if ties.any():
+            raise ValueError(
+                f"{what}: {int(ties.sum())} tie(s) (label 'equal'); Plackett–Luce needs a "
+                "winner: remove them (or model them with the GP preference models)"
+            )
+        left_wins = (labels == lefts).to_numpy()
+        right_wins = (labels == rights).to_numpy()
+        neither = ~(left_wins | right_wins)
+        if neither.any():
+            row = int(np.argmax(neither))
+            raise ValueError(
+                f"{what}: {int(neither.sum())} label(s) name neither item of their pair "
+                f"(first: row {row}, label {df[label].iloc[row]!r})"
+            )
+        same = (lefts == rights).to_numpy()
+        if same.any():
+            raise ValueError(f"{what}: {int(same.sum())} pair(s) compare an item with itself")
+        n = len(df)
+        ids = np.arange(n)
+        winner = np.where(left_wins, df[left].to_numpy(), df[right].to_numpy())
+        loser = np.where(left_wins, df[right].to_numpy(), df[left].to_numpy())
+        long = pd.DataFrame(
+            {
+                "query": np.concatenate([ids, ids]),
+                "item": np.concatenate([winner, loser]),
+                "rank": np.concatenate([np.ones(n), np.full(n, 2.0)]),
+            }
+        )
+        if worker in df.columns:
+            long["worker"] = np.concatenate([df[worker].to_numpy()] * 2)
+        return cls(long, items)
+
+
+def _ranks(column: pd.Series, what: str, name: str) -> np.ndarray:
+    """Ranks as floats with NaN for unranked rows; positive whole numbers only."""
+    try:
+        ranks = pd.to_numeric(column, errors="raise").to_numpy(dtype=np.float64)
+    except (ValueError, TypeError) as err:
+        raise ValueError(
+            f"{what}: column {name!r} must hold ranks 1, 2, ... (or be empty for unranked "
+            f"alternatives); {err}"
+        ) from None
+    given = ~np.isnan(ranks)
+    bad = given & ((ranks < 1) | (ranks != np.round(ranks)) | ~np.isfinite(ranks))
+    if bad.any():
+        raise ValueError(
+            f"{what}: column {name!r} has {int(bad.sum())} value(s) that are not ranks "
+            f"1, 2, ... (first: {show_values(ranks[bad][:5].tolist())})"
+        )
+    return ranks
+
+
+def as_rankings(data, items=None, **columns) -> Rankings:
+    """``data`` if it already is :class:`Rankings`, else ``Rankings(data, items, **columns)``."""
+    if isinstance(data, Rankings):
+        if items is not None:
+            raise ValueError("pass items= to Rankings(...), not with an existing Rankings")
+        return data
+    return Rankings(data, items, **columns)

@@ -1,0 +1,313 @@
+"""The estimator contract of the Plackett–Luce family and the predictions they share.
+
+Every model describes the log-scores u_i = log s_i of items, either through a Gaussian over
+feature weights θ (u = Xθ: :class:`FeatureModel`) or directly per item id
+(:class:`ItemScoreModel`). Predictions only need, for a set of items, the posterior mean and
+variance of utility differences, or joint posterior draws of the utilities:
+
+- ``score(items)``: mean and sd of each item's log-score;
+- ``predict_proba(left, right)``: P(left ≻ right) = E[σ(u_left − u_right)];
+- ``rank(items, k)``: expected position, a credible interval on the position and P(in top k);
+- ``choice_log_proba(rankings)``: predictive log-probability of every observed top-query.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+
+import numpy as np
+import pandas as pd
+
+from ..._persist import load_arrays, save_arrays
+from ..._utils import as_generator, check_is_fitted
+from ...data.features import FeatureTable, read_features
+from ...data.rankings import Rankings, as_rankings
+from ._bounds import sigmoid
+from ._stages import stage_log_proba
+
+__all__ = ["PlackettLuceModel", "FeatureModel", "ItemScoreModel", "load_model"]
+
+#: Gauss–Hermite nodes for E[σ(z)], z ~ N(m, v): exact to ~1e-10 for the variances seen here
+_GH_NODES, _GH_WEIGHTS = np.polynomial.hermite_e.hermegauss(48)
+_GH_WEIGHTS = _GH_WEIGHTS / _GH_WEIGHTS.sum()
+
+
+def logistic_gaussian_mean(mean: np.ndarray, var: np.ndarray) -> np.ndarray:
+    """E[σ(z)] for z ~ N(mean, var), by Gauss–Hermite quadrature (exact when var = 0)."""
+    mean = np.asarray(mean, dtype=np.float64)
+    sd = np.sqrt(np.maximum(np.asarray(var, dtype=np.float64), 0.0))
+    return sigmoid(mean[..., None] + sd[..., None] * _GH_NODES) @ _GH_WEIGHTS
+
+
+class PlackettLuceModel(ABC):
+    """Base class: ``fit(rankings) -> self``; results in attributes ending in ``_``."""
+
+    #: registry of saved-model kinds, filled by subclasses
+    _kinds: dict[str, type] = {}
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        PlackettLuceModel._kinds[cls.__name__] = cls
+
+    def fit(self, rankings: Rankings | pd.DataFrame, items=None) -> PlackettLuceModel:
+        """Fit to ``rankings`` (a :class:`~crowdbayes.Rankings`, or a long table plus ``items``)."""
+        rankings = as_rankings(rankings, items)
+        self._fit(rankings)
+        return self
+
+    @abstractmethod
+    def _fit(self, rankings: Rankings) -> None: ...
+
+    @abstractmethod
+    def _items(self, items) -> tuple[pd.Index, object]:
+        """Resolve the items to predict for into their ids and a model-specific handle."""
+
+    @abstractmethod
+    def _moments(self, handle) -> tuple[np.ndarray, np.ndarray | None]:
+        """Posterior mean of the log-scores and their covariance (None: use draws)."""
+
+    @abstractmethod
+    def _draws(self, handle, n_draws: int, rng: np.random.Generator) -> np.ndarray:
+        """Joint posterior draws of the log-scores, shape (n_items, n_draws)."""
+
+    # -- predictions --------------------------------------------------------------------------
+
+    def score(self, items=None) -> pd.DataFrame:
+        """Posterior mean and sd of each item's log-score u_i = log s_i."""
+        self._check_fitted()
+        ids, handle = self._items(items)
+        mean, cov = self._moments(handle)
+        if cov is not None:
+            sd = np.sqrt(np.maximum(np.diag(cov), 0.0))
+        else:
+            draws = self._draws(handle, 0, as_generator(0))
+            mean, sd = draws.mean(axis=1), draws.std(axis=1)
+        return pd.DataFrame({"mean": mean, "sd": sd}, index=ids)
+
+    def predict_proba(self, left, right, items=None) -> np.ndarray:
+        """P(left[k] ≻ right[k]) = E[σ(u_left − u_right)] under the posterior.
+
+        Gaussian posteriors use Gauss–Hermite quadrature over the difference's mean and variance;
+        sampled posteriors average σ over their draws; point estimates plug in.
+        """
+        self._check_fitted()
+        left, right = np.asarray(left), np.asarray(right)
+        if left.shape != right.shape or left.ndim != 1:
+            raise ValueError("pairs: left and right must be 1-D and of the same length")
+        ids, handle = self._items(items)
+        positions = ids.get_indexer(np.concatenate([left, right]))
+        if (positions < 0).any():
+            unknown = np.concatenate([left, right])[positions < 0]
+            raise ValueError(
+                f"pairs: {int((positions < 0).sum())} item id(s) are unknown to the model "
+                f"(first: {unknown[0]!r}); pass their features with items="
+            )
+        a, b = positions[: len(left)], positions[len(left) :]
+        mean, cov = self._moments(handle)
+        if cov is not None:
+            var = cov[a, a] + cov[b, b] - 2.0 * cov[a, b]
+            return logistic_gaussian_mean(mean[a] - mean[b], var)
+        draws = self._draws(handle, 0, as_generator(0))
+        return sigmoid(draws[a] - draws[b]).mean(axis=1)
+
+    def rank(
+        self,
+        items=None,
+        *,
+        k: int = 10,
+        level: float = 0.9,
+        n_samples: int = 2000,
+        random_state=None,
+    ) -> pd.DataFrame:
+        """Posterior summary of the ranking of ``items``, best first.
+
+        Columns: ``score_mean``, ``score_sd``; ``position_mean`` (expected position, 1 = best) and
+        the central ``level`` credible interval ``position_lower``/``position_upper`` computed
+        from joint posterior draws; ``p_top_k`` = P(item among the best k); ``top_k`` marks the
+        k items most probably in the top k.
+        """
+        self._check_fitted()
+        if not 0 < level < 1:
+            raise ValueError(f"level must be in (0, 1); got {level}")
+        ids, handle = self._items(items)
+        k = int(min(max(k, 1), len(ids)))
+        draws = self._draws(handle, n_samples, as_generator(random_state))
+        # position of each item in each draw (1 = best); ties broken by index, measure zero
+        order = np.argsort(-draws, axis=0, kind="stable")
+        positions = np.empty_like(order)
+        np.put_along_axis(positions, order, np.arange(1, len(ids) + 1)[:, None], axis=0)
+        tail = (1 - level) / 2
+        table = pd.DataFrame(
+            {
+                "score_mean": draws.mean(axis=1),
+                "score_sd": draws.std(axis=1),
+                "position_mean": positions.mean(axis=1),
+                "position_lower": np.quantile(positions, tail, axis=1, method="lower"),
+                "position_upper": np.quantile(positions, 1 - tail, axis=1, method="higher"),
+                "p_top_k": (positions <= k).mean(axis=1),
+            },
+            index=ids,
+        )
+        chosen = np.lexsort((table["position_mean"].to_numpy(), -table["p_top_k"].to_numpy()))
+        table["top_k"] = False
+        table.iloc[chosen[:k], table.columns.get_loc("top_k")] = True
+        return table.sort_values("position_mean", kind="stable")
+
+    def choice_log_proba(
+        self, rankings: Rankings, *, n_samples: int = 1000, random_state=None
+    ) -> np.ndarray:
+        """Posterior predictive log p(c_l | A_l) of every top-query in ``rankings``:
+        log E[softmax], averaged over posterior draws (plug-in for point estimates)."""
+        self._check_fitted()
+        rankings = as_rankings(rankings)
+        ids, handle = self._items(self._items_of(rankings))
+        draws = self._draws(handle, n_samples, as_generator(random_state))
+        codes = ids.get_indexer(rankings.item_ids)[rankings.stage_items]
+        log_p = stage_log_proba(draws[codes], rankings.stage_offsets)
+        peak = log_p.max(axis=1, keepdims=True)
+        return (peak + np.log(np.exp(log_p - peak).mean(axis=1, keepdims=True)))[:, 0]
+
+    def _items_of(self, rankings: Rankings):
+        return rankings.item_ids
+
+    def _check_fitted(self) -> None:
+        check_is_fitted(self, "n_iter_")
+
+    # -- persistence --------------------------------------------------------------------------
+
+    def save(self, path) -> None:
+        """Write the fitted model to ``path`` in the safe crowdbayes format (no pickle)."""
+        self._check_fitted()
+        arrays, meta = self._state()
+        save_arrays(path, type(self).__name__, arrays, {"params": self._params(), **meta})
+
+    @abstractmethod
+    def _state(self) -> tuple[dict, dict]: ...
+
+    @classmethod
+    @abstractmethod
+    def _from_state(cls, arrays: dict, meta: dict) -> PlackettLuceModel: ...
+
+    def _params(self) -> dict:
+        return {k: v for k, v in vars(self).items() if not k.endswith("_") and _is_json(v)}
+
+
+def load_model(path) -> PlackettLuceModel:
+    """Read a Plackett–Luce model written by ``model.save(path)``."""
+    kinds = PlackettLuceModel._kinds
+    kind, arrays, meta = load_arrays(path, tuple(k for k in kinds if not k.startswith("_")))
+    return kinds[kind]._from_state(arrays, meta)
+
+
+def _is_json(value) -> bool:
+    return value is None or isinstance(value, (bool, int, float, str, list, tuple))
+
+
+class FeatureModel(PlackettLuceModel):
+    """Models with s_i = exp(θᵀx_i) and a Gaussian (or point) posterior over θ.
+
+    Fitted attributes: ``coef_`` (posterior mean of θ, indexed by feature name), ``coef_cov_``
+    (posterior covariance, zero for point estimates), ``coef_sd_``; the training items' features
+    are kept so that ``score()`` without arguments scores them.
+    """
+
+    def _set_posterior(self, rankings: Rankings, mean: np.ndarray, cov: np.ndarray) -> None:
+        names = rankings.features.names
+        self.feature_names_ = list(names)
+        self.coef_ = pd.Series(mean, index=names, name="coef")
+        self.coef_cov_ = pd.DataFrame(cov, index=names, columns=names)
+        self.coef_sd_ = pd.Series(np.sqrt(np.maximum(np.diag(cov), 0)), index=names, name="sd")
+        self._train_items = FeatureTable(rankings.item_ids, rankings.X, list(names), "items")
+
+    def coef_interval(self, level: float = 0.9) -> pd.DataFrame:
+        """Central ``level`` credible interval of every feature weight (Gaussian marginals)."""
+        from scipy.stats import norm
+
+        self._check_fitted()
+        z = norm.ppf(0.5 + level / 2)
+        return pd.DataFrame(
+            {
+                "mean": self.coef_,
+                "lower": self.coef_ - z * self.coef_sd_,
+                "upper": self.coef_ + z * self.coef_sd_,
+            }
+        )
+
+    def _items(self, items):
+        table = self._train_items if items is None else read_features(items)
+        table = table.require_names(self.feature_names_)
+        return table.ids, table.values
+
+    def _items_of(self, rankings: Rankings):
+        return FeatureTable(
+            rankings.item_ids,
+            rankings.require_features(type(self).__name__),
+            rankings.features.names,
+        )
+
+    def _moments(self, X):
+        mean = X @ self.coef_.to_numpy()
+        cov = X @ self.coef_cov_.to_numpy() @ X.T
+        return mean, cov
+
+    def _draws(self, X, n_draws, rng):
+        mu, cov = self.coef_.to_numpy(), self.coef_cov_.to_numpy()
+        if n_draws == 0 or not cov.any():
+            return (X @ mu)[:, None]
+        thetas = rng.multivariate_normal(mu, cov, size=n_draws, method="cholesky")
+        return X @ thetas.T
+
+    def _state(self):
+        arrays = {
+            "feature_names": np.array(self.feature_names_),
+            "coef_mean": self.coef_.to_numpy(),
+            "coef_cov": self.coef_cov_.to_numpy(),
+            "train_ids": np.asarray(self._train_items.ids),
+            "train_X": self._train_items.values,
+        }
+        return arrays, self._extra_state()
+
+    def _extra_state(self) -> dict:
+        return {"n_iter": int(self.n_iter_)}
+
+    @classmethod
+    def _from_state(cls, arrays, meta):
+        model = cls(**meta["params"])
+        names = [str(n) for n in arrays["feature_names"]]
+        model.feature_names_ = names
+        model.coef_ = pd.Series(arrays["coef_mean"], index=names, name="coef")
+        model.coef_cov_ = pd.DataFrame(arrays["coef_cov"], index=names, columns=names)
+        model.coef_sd_ = pd.Series(np.sqrt(np.diag(arrays["coef_cov"])), index=names, name="sd")
+        model._train_items = FeatureTable(
+            pd.Index(arrays["train_ids"], name="item"), arrays["train_X"], names, "items"
+        )
+        model.n_iter_ = meta["n_iter"]
+        model._restore(meta)
+        return model
+
+    def _restore(self, meta: dict) -> None:
+        """Set model-specific results saved by :meth:`_extra_state`."""
+
+
+class ItemScoreModel(PlackettLuceModel):
+    """Feature-less models: one score per item id seen in training.
+
+    Fitted attributes: ``item_ids_``; ``log_scores_`` (Series, centred to mean zero because
+    Plackett–Luce only identifies scores up to a common factor).
+    """
+
+    def _items(self, items):
+        if items is None:
+            return self.item_ids_, np.arange(len(self.item_ids_))
+        if isinstance(items, (pd.DataFrame, FeatureTable)):
+            raise ValueError(
+                f"{type(self).__name__} has no features: pass item ids, not a feature table"
+            )
+        wanted = pd.Index(items)
+        codes = self.item_ids_.get_indexer(wanted)
+        if (codes < 0).any():
+            raise ValueError(
+                f"items: {int((codes < 0).sum())} id(s) were not in the training rankings "
+                f"(first: {wanted[codes < 0][0]!r}); feature-less models cannot score new items"
+            )
+        return wanted, codes
