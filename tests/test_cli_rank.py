@@ -26,7 +26,7 @@ def test_fit_save_predict(files, capsys):
     model, scores, out = tmp / "m.npz", tmp / "scores.csv", tmp / "p.csv"
     code = main(
         ["rank", "fit", str(rankings), "--items", str(items), "--model", "pl-vi",
-         "--save", str(model), "--out", str(scores), "--top-k", "5"]
+         "--method", "gaussian", "--save", str(model), "--out", str(scores), "--top-k", "5"]
     )  # fmt: skip
     assert code == 0
     printed = capsys.readouterr().out

@@ -54,6 +54,11 @@ def register(commands) -> None:
     fit.add_argument("--save", help="write the fitted model here (.npz, safe format)")
     fit.add_argument("--out", help="write item scores, expected positions and top-k here")
     fit.add_argument("--eta", default=None, help="prior precision (pl-vi: a number or 'auto')")
+    fit.add_argument(
+        "--method",
+        choices=["bound", "gaussian"],
+        help="pl-vi: Algorithm 1's bound (default) or the calibrated exact-ELBO Gaussian",
+    )
     fit.add_argument("--top-k", type=int, default=10, help="size of the top set (default 10)")
     fit.add_argument("--shape", type=float, help="Gamma prior shape a (pl-mm, pl-gibbs)")
     fit.add_argument("--rate", type=float, help="Gamma prior rate b (pl-mm, pl-gibbs)")
@@ -83,7 +88,9 @@ def _make_model(args: argparse.Namespace, progress: bool):
         if args.model == "pl-vi":
             eta = "auto" if eta is None else eta
             eta = eta if eta == "auto" else _positive(eta)
-            return PlackettLuceVI(eta=eta, progress=progress)
+            return PlackettLuceVI(eta=eta, method=args.method or "bound", progress=progress)
+        if args.method is not None:
+            raise CommandError("--method applies to pl-vi only")
         return PlackettLuceMAP(eta=1.0 if eta is None else _positive(eta))
     if args.eta is not None:
         raise CommandError(f"--eta applies to pl-vi and pl-map, not {args.model}")
