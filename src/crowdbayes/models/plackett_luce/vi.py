@@ -26,6 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
+import scipy.sparse as sp
 from scipy.linalg import cho_factor, cho_solve
 
 from ...data.rankings import Rankings
@@ -45,7 +46,8 @@ class _Design:
     """The top-queries of a data set split into pairs (ζ) and larger sets (α, ξ)."""
 
     X: np.ndarray  # (n_items, d)
-    diffs: np.ndarray  # (n_pairs, d): x_chosen − x_other
+    pair_winners: np.ndarray  # item codes; the pair difference is d_l = x_winner − x_loser
+    pair_losers: np.ndarray
     set_items: np.ndarray  # item codes of the members of the larger sets, concatenated
     set_offsets: np.ndarray  # (n_sets + 1,)
     set_chosen: np.ndarray  # chosen item code per set
@@ -61,7 +63,8 @@ class _Design:
         set_sizes = sizes[~pair]
         return cls(
             X=X,
-            diffs=X[winners] - X[losers],
+            pair_winners=winners,
+            pair_losers=losers,
             set_items=rankings.stage_items[member_in_set],
             set_offsets=np.concatenate([[0], np.cumsum(set_sizes)]),
             set_chosen=rankings.stage_items[starts[~pair]],
@@ -70,6 +73,34 @@ class _Design:
     @property
     def set_sizes(self) -> np.ndarray:
         return np.diff(self.set_offsets)
+
+    def pair_quadratic(self, weights: np.ndarray) -> np.ndarray:
+        """Σ_l w_l d_l d_lᵀ = Xᵀ L X with L the weighted graph Laplacian of the pairs: costs
+        O(n_pairs·d + n_items·d²) instead of O(n_pairs·d²) when items recur across pairs."""
+        n, d = self.X.shape
+        if len(weights) == 0:
+            return np.zeros((d, d))
+        degree = np.bincount(self.pair_winners, weights, n) + np.bincount(
+            self.pair_losers, weights, n
+        )
+        adjacency = sp.coo_matrix((weights, (self.pair_winners, self.pair_losers)), shape=(n, n))
+        laplacian = sp.diags(degree.astype(np.float64)) - adjacency - adjacency.T
+        return self.X.T @ (laplacian @ self.X)
+
+    def pair_forms(self, A: np.ndarray) -> np.ndarray:
+        """d_lᵀ A d_l for every pair, through the items (A symmetric)."""
+        XA = self.X @ A
+        on_items = np.einsum("id,id->i", XA, self.X)
+        cross = np.einsum("ld,ld->l", XA[self.pair_winners], self.X[self.pair_losers])
+        return on_items[self.pair_winners] + on_items[self.pair_losers] - 2.0 * cross
+
+    def pair_sum(self) -> np.ndarray:
+        """Σ_l d_l."""
+        n = self.X.shape[0]
+        counts = np.bincount(self.pair_winners, minlength=n) - np.bincount(
+            self.pair_losers, minlength=n
+        )
+        return self.X.T @ counts
 
 
 @dataclass
@@ -101,12 +132,12 @@ def _minorize(design: _Design, b: _Bounds, prior_prec, prior_shift, prior_const,
     alpha_per_member = np.repeat(b.alpha, design.set_sizes)
     item_weight = np.bincount(design.set_items, lam_xi, minlength=n_items)
     precision = prior_prec + 2.0 * (
-        (design.diffs * lam_zeta[:, None]).T @ design.diffs + (X * item_weight[:, None]).T @ X
+        design.pair_quadratic(lam_zeta) + (X * item_weight[:, None]).T @ X
     )
     linear_weight = np.bincount(design.set_chosen, minlength=n_items) + np.bincount(
         design.set_items, 2.0 * lam_xi * alpha_per_member - 0.5, minlength=n_items
     )
-    shift = prior_shift + design.diffs.sum(axis=0) / 2.0 + X.T @ linear_weight
+    shift = prior_shift + design.pair_sum() / 2.0 + X.T @ linear_weight
     factor = cho_factor(precision, lower=True)
     mean = cho_solve(factor, shift)
     cov = cho_solve(factor, np.eye(len(shift)))
@@ -129,13 +160,7 @@ def _minorize(design: _Design, b: _Bounds, prior_prec, prior_shift, prior_const,
 
 def _maximize(design: _Design, mean, cov, previous: _Bounds | None, inner) -> _Bounds:
     """Eq. 19 for ζ, and the argmax of Eq. 20 over α, ξ for every larger set."""
-    zeta = np.sqrt(
-        np.maximum(
-            np.einsum("ld,de,le->l", design.diffs, cov, design.diffs, optimize=True)
-            + (design.diffs @ mean) ** 2,
-            0.0,
-        )
-    )
+    zeta = np.sqrt(np.maximum(design.pair_forms(cov + np.outer(mean, mean)), 0.0))
     n_sets = len(design.set_offsets) - 1
     if n_sets == 0:
         return _Bounds(zeta=zeta, xi=np.zeros(0), alpha=np.zeros(0))
