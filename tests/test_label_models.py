@@ -549,7 +549,7 @@ def test_fit_predict_helpers(name):
 def test_predict_before_fit_raises_not_fitted(name):
     model = ALL_MODELS[name]()
     name = type(model).__name__
-    message = re.escape(f"{name} is not fitted yet: call {name}.fit(labels) first")
+    message = re.escape(f"{name} is not fitted yet: call {name}.fit(...) first")
     with pytest.raises(NotFittedError, match=message):
         model.predict()
     with pytest.raises(NotFittedError, match=message):

@@ -1,8 +1,16 @@
 """crowdbayes: Bayesian inference from noisy human judgments."""
 
-from .data import Labels
+from .data import Comparisons, Labels
 from .data.rankings import Rankings
-from .exceptions import ConvergenceWarning, DataWarning, DivergenceWarning, NotFittedError
+from .exceptions import (
+    CholeskyError,
+    ConvergenceWarning,
+    DataWarning,
+    DivergenceWarning,
+    NotFittedError,
+    NumericalWarning,
+)
+from .models.gp_preference import GPPreferenceEP
 from .models.labels import (
     BayesianDawidSkene,
     CommunityDawidSkene,
@@ -27,6 +35,8 @@ __all__ = [
     "CommunityDawidSkene",
     "HierarchicalAnnotation",
     "Rankings",
+    "Comparisons",
+    "GPPreferenceEP",
     "PlackettLuceVI",
     "PlackettLuceMAP",
     "PlackettLuceMM",
@@ -35,5 +45,7 @@ __all__ = [
     "DataWarning",
     "DivergenceWarning",
     "NotFittedError",
+    "NumericalWarning",
+    "CholeskyError",
     "__version__",
 ]

@@ -25,4 +25,4 @@ def check_is_fitted(estimator: object, attribute: str) -> None:
     """Raise :class:`NotFittedError` naming the estimator if ``attribute`` is not set yet."""
     if not hasattr(estimator, attribute):
         name = type(estimator).__name__
-        raise NotFittedError(f"{name} is not fitted yet: call {name}.fit(labels) first")
+        raise NotFittedError(f"{name} is not fitted yet: call {name}.fit(...) first")

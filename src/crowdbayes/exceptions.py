@@ -1,5 +1,7 @@
 """Exceptions and warnings raised by crowdbayes."""
 
+import numpy as np
+
 
 class NotFittedError(RuntimeError):
     """A result was asked of an estimator before ``fit`` was called."""
@@ -15,3 +17,11 @@ class DataWarning(UserWarning):
 
 class DivergenceWarning(UserWarning):
     """An estimate ran away (e.g. a moment-matched prior scale went to infinity)."""
+
+
+class NumericalWarning(UserWarning):
+    """A computation needed a numerical safeguard (e.g. a larger jitter) to go through."""
+
+
+class CholeskyError(np.linalg.LinAlgError, ValueError):
+    """A matrix could not be factorised even with the largest jitter the policy allows."""

@@ -1,5 +1,7 @@
 """Data containers: validated once, integer-encoded once."""
 
+from .comparisons import Comparisons, as_comparisons
 from .labels import Labels, as_labels
+from .rankings import Rankings, as_rankings
 
-__all__ = ["Labels", "as_labels"]
+__all__ = ["Labels", "as_labels", "Rankings", "as_rankings", "Comparisons", "as_comparisons"]
