@@ -235,6 +235,32 @@ def test_mm_on_rankings_agrees_with_choix():
     np.testing.assert_allclose(ours, reference - reference.mean(), atol=1e-6)
 
 
+def _ranking_table(seed: int, n_items: int = 15, n_queries: int = 400) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    strength = rng.normal(size=n_items)
+    rows = []
+    for q in range(n_queries):
+        shown = rng.permutation(n_items)[:5]
+        order = sorted(shown, key=lambda i: -(strength[i] + rng.gumbel()))
+        rows += [(q, item, r + 1.0 if r < 2 else np.nan) for r, item in enumerate(order)]
+    return pd.DataFrame(rows, columns=["query", "item", "rank"])
+
+
+def test_squarem_reaches_the_plain_mm_fixed_point():
+    rankings = Rankings(_ranking_table(4))
+    fast = PlackettLuceMM(shape=2.0, rate=1.0, tol=1e-12).fit(rankings)
+    plain = PlackettLuceMM(shape=2.0, rate=1.0, tol=1e-12, accelerate=False).fit(rankings)
+    np.testing.assert_allclose(fast.scores_, plain.scores_, rtol=1e-8)
+    assert fast.n_iter_ * 3 < plain.n_iter_
+
+
+def test_gibbs_on_partial_rankings_centres_on_the_map_scores():
+    rankings = Rankings(_ranking_table(5, n_queries=1500))
+    gibbs = PlackettLuceGibbs(rate=1.0, n_samples=800, random_state=1).fit(rankings)
+    mm = PlackettLuceMM().fit(rankings)
+    np.testing.assert_allclose(gibbs.log_scores_, mm.log_scores_, atol=0.06)
+
+
 def test_mm_refuses_data_without_a_maximum_likelihood():
     table = pd.DataFrame({"left": ["a", "a"], "right": ["b", "c"], "label": ["a", "a"]})
     with pytest.raises(ValueError, match="never wins .*use a Gamma prior"):

@@ -8,6 +8,8 @@ chosen item c_l, which is always the first member of its set.
 
 from __future__ import annotations
 
+from functools import cached_property
+
 import numpy as np
 import pandas as pd
 
@@ -192,19 +194,24 @@ class Rankings:
     def n_stages(self) -> int:
         return len(self.stage_query)
 
-    @property
+    @cached_property
     def stage_sizes(self) -> np.ndarray:
         return np.diff(self.stage_offsets)
 
-    @property
+    @cached_property
     def chosen(self) -> np.ndarray:
         """Item code chosen at each stage (the first member of its set)."""
         return self.stage_items[self.stage_offsets[:-1]]
 
-    @property
+    @cached_property
     def stage_of_member(self) -> np.ndarray:
         """For each entry of ``stage_items``, the stage it belongs to."""
         return np.repeat(np.arange(self.n_stages), self.stage_sizes)
+
+    @cached_property
+    def only_pairs(self) -> bool:
+        """Every top-query is a choice between two items."""
+        return bool(np.all(self.stage_sizes == 2))
 
     def require_features(self, model: str) -> np.ndarray:
         """The item feature matrix (rows in ``item_ids`` order); a clear error without one."""

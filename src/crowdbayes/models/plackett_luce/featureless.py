@@ -26,8 +26,8 @@ from ..._utils import as_generator, spawn_generators
 from ...data.rankings import Rankings
 from ...inference.diagnostics import summarize
 from ...inference.driver import run_iterations
+from ...inference.squarem import squarem_cycle
 from ._base import ItemScoreModel
-from ._stages import segment_sum
 
 __all__ = ["PlackettLuceMM", "PlackettLuceGibbs"]
 
@@ -41,18 +41,34 @@ def _check_prior(shape: float, rate: float, *, proper: bool) -> None:
         raise ValueError(f"rate (β) must be non-negative; got {rate}")
 
 
-def _set_totals(rankings: Rankings, scores: np.ndarray) -> np.ndarray:
-    """Σ_{t∈A_l} s_t for every top-query."""
-    return segment_sum(scores[rankings.stage_items], rankings.stage_offsets)
+class _SetSums:
+    """The two sums over top-queries both algorithms need, specialised for pairs (where they are
+    two gathers and two ``bincount``s instead of segment reductions)."""
 
+    def __init__(self, rankings: Rankings) -> None:
+        self.n_items = rankings.n_items
+        self.only_pairs = rankings.only_pairs
+        self.items = rankings.stage_items
+        if self.only_pairs:
+            self.winners = np.ascontiguousarray(rankings.stage_items[0::2])
+            self.losers = np.ascontiguousarray(rankings.stage_items[1::2])
+        else:
+            self.member_stage = rankings.stage_of_member
+            self.n_stages = rankings.n_stages
 
-def _per_item(rankings: Rankings, per_stage: np.ndarray) -> np.ndarray:
-    """Σ_l δ_li v_l: every set's value summed over the items it contains."""
-    return np.bincount(
-        rankings.stage_items,
-        np.repeat(per_stage, rankings.stage_sizes),
-        minlength=rankings.n_items,
-    )
+    def totals(self, scores: np.ndarray) -> np.ndarray:
+        """Σ_{t∈A_l} s_t for every top-query."""
+        if self.only_pairs:
+            return scores[self.winners] + scores[self.losers]
+        return np.bincount(self.member_stage, scores[self.items], self.n_stages)
+
+    def per_item(self, per_stage: np.ndarray) -> np.ndarray:
+        """Σ_l δ_li v_l: every set's value summed over the items it contains."""
+        if self.only_pairs:
+            return np.bincount(self.winners, per_stage, self.n_items) + np.bincount(
+                self.losers, per_stage, self.n_items
+            )
+        return np.bincount(self.items, per_stage[self.member_stage], self.n_items)
 
 
 def _wins(rankings: Rankings) -> np.ndarray:
@@ -68,8 +84,11 @@ class PlackettLuceMM(ItemScoreModel):
         Gamma(a, β) prior on every s_i. The default a = 1, β = 0 is maximum likelihood, which
         exists only if every item both wins and loses somewhere (checked).
     tol : float
-        Stop when no log-score moves by more than ``tol``.
+        Stop when no log-score moves by more than ``tol`` in an iteration.
     max_iter : int
+    accelerate : bool
+        Run the MM map inside SQUAREM cycles (Varadhan & Roland 2008; three maps per iteration,
+        monotone in the log-posterior), typically 5–10× fewer maps to the same fixed point.
 
     Attributes
     ----------
@@ -85,12 +104,14 @@ class PlackettLuceMM(ItemScoreModel):
         *,
         tol: float = 1e-10,
         max_iter: int = 100_000,
+        accelerate: bool = True,
         progress: bool = False,
     ) -> None:
         self.shape = shape
         self.rate = rate
         self.tol = tol
         self.max_iter = max_iter
+        self.accelerate = accelerate
         self.progress = progress
 
     def _fit(self, rankings: Rankings) -> None:
@@ -104,14 +125,30 @@ class PlackettLuceMM(ItemScoreModel):
                 "PlackettLuceMM: with shape < 1 an item that never wins has no MAP score; "
                 "use shape >= 1"
             )
+        sums = _SetSums(rankings)
+        chosen = rankings.chosen
+        log_numerator = np.log(numerator)
+
+        def mm_map(log_s: np.ndarray) -> np.ndarray:
+            """Eq. 7 in log space."""
+            denominator = self.rate + sums.per_item(1.0 / sums.totals(np.exp(log_s)))
+            new = log_numerator - np.log(denominator)
+            if self.rate == 0:  # scale-free likelihood: fix the geometric mean at one
+                new -= new.mean()
+            return new
+
+        def log_posterior(log_s: np.ndarray) -> float:
+            scores = np.exp(log_s)
+            log_lik = log_s[chosen].sum() - np.log(sums.totals(scores)).sum()
+            return float(log_lik + (self.shape - 1.0) * log_s.sum() - self.rate * scores.sum())
+
         state = {"log_s": np.zeros(rankings.n_items)}
 
         def step(_: int) -> float:
-            scores = np.exp(state["log_s"])
-            denominator = self.rate + _per_item(rankings, 1.0 / _set_totals(rankings, scores))
-            log_s = np.log(numerator) - np.log(denominator)
-            if self.rate == 0:  # scale-free likelihood: fix the geometric mean at one
-                log_s -= log_s.mean()
+            if self.accelerate:
+                log_s = squarem_cycle(mm_map, state["log_s"], log_posterior)
+            else:
+                log_s = mm_map(state["log_s"])
             change = np.max(np.abs(log_s - state["log_s"]))
             state["log_s"] = log_s
             return change
@@ -214,6 +251,7 @@ class PlackettLuceGibbs(ItemScoreModel):
         if self.n_samples < 4 or self.n_chains < 1 or self.n_warmup < 0:
             raise ValueError("need n_samples >= 4, n_chains >= 1 and n_warmup >= 0")
         posterior_shape = self.shape + _wins(rankings)
+        sums = _SetSums(rankings)
         rngs = spawn_generators(as_generator(self.random_state), self.n_chains)
         samples = np.empty((self.n_chains, self.n_samples, rankings.n_items))
         for chain, rng in enumerate(rngs):
@@ -221,10 +259,8 @@ class PlackettLuceGibbs(ItemScoreModel):
 
             def sweep(iteration: int, chain=chain, rng=rng) -> None:
                 nonlocal scores
-                arrival = rng.exponential(1.0 / _set_totals(rankings, scores))
-                scores = rng.gamma(
-                    posterior_shape, 1.0 / (self.rate + _per_item(rankings, arrival))
-                )
+                arrival = rng.exponential(1.0 / sums.totals(scores))
+                scores = rng.gamma(posterior_shape, 1.0 / (self.rate + sums.per_item(arrival)))
                 total = rng.gamma(rankings.n_items * self.shape, 1.0 / self.rate)
                 scores *= total / scores.sum()
                 if iteration >= self.n_warmup:

@@ -23,6 +23,7 @@ the differences d_l.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 import pandas as pd
@@ -74,6 +75,12 @@ class _Design:
     def set_sizes(self) -> np.ndarray:
         return np.diff(self.set_offsets)
 
+    @cached_property
+    def set_members(self) -> tuple[np.ndarray, np.ndarray]:
+        """Codes and features of the items that appear in the larger sets."""
+        used = np.unique(self.set_items)
+        return used, self.X[used]
+
     def pair_quadratic(self, weights: np.ndarray) -> np.ndarray:
         """Σ_l w_l d_l d_lᵀ = Xᵀ L X with L the weighted graph Laplacian of the pairs: costs
         O(n_pairs·d + n_items·d²) instead of O(n_pairs·d²) when items recur across pairs."""
@@ -89,6 +96,8 @@ class _Design:
 
     def pair_forms(self, A: np.ndarray) -> np.ndarray:
         """d_lᵀ A d_l for every pair, through the items (A symmetric)."""
+        if len(self.pair_winners) == 0:
+            return np.zeros(0)
         XA = self.X @ A
         on_items = np.einsum("id,id->i", XA, self.X)
         cross = np.einsum("ld,ld->l", XA[self.pair_winners], self.X[self.pair_losers])
@@ -164,12 +173,11 @@ def _maximize(design: _Design, mean, cov, previous: _Bounds | None, inner) -> _B
     n_sets = len(design.set_offsets) - 1
     if n_sets == 0:
         return _Bounds(zeta=zeta, xi=np.zeros(0), alpha=np.zeros(0))
-    used = np.unique(design.set_items)
-    X_used = design.X[used]
+    used, X_used = design.set_members
     item_mean = np.zeros(design.X.shape[0])
     item_var = np.zeros(design.X.shape[0])
     item_mean[used] = X_used @ mean
-    item_var[used] = np.einsum("id,de,ie->i", X_used, cov, X_used, optimize=True)
+    item_var[used] = ((X_used @ cov) * X_used).sum(axis=1)
     m_j, v_j = item_mean[design.set_items], item_var[design.set_items]
     if previous is None:
         previous = _Bounds(zeta, np.ones(len(m_j)), _alpha_update(design, m_j, np.ones(len(m_j))))
