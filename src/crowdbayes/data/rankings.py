@@ -98,8 +98,8 @@ class Rankings:
     def _check_queries(self, query_codes, item_codes, ranks) -> None:
         n_queries = len(self.query_ids)
         key = query_codes.astype(np.int64) * len(self.item_ids) + item_codes
-        repeated = pd.Series(key).duplicated().to_numpy()
-        if repeated.any():
+        if _has_repeats(key):
+            repeated = pd.Series(key).duplicated().to_numpy()
             row = int(np.argmax(repeated))
             raise ValueError(
                 f"rankings: {int(repeated.sum())} row(s) repeat an item within a query (first: "
@@ -124,16 +124,16 @@ class Rankings:
             )
         # ranks of each query must be exactly 1..R: distinct (no ties) and without gaps
         rank_key = query_codes[ranked].astype(np.int64) * (len(ranks) + 1) + ranks[ranked]
-        tied = pd.Series(rank_key).duplicated().to_numpy()
-        if tied.any():
+        if _has_repeats(rank_key):
+            tied = pd.Series(rank_key).duplicated().to_numpy()
             q = query_codes[ranked][int(np.argmax(tied))]
             raise ValueError(
                 f"rankings: ties in rank are not allowed ({int(tied.sum())} repeated rank(s); "
                 f"first in query {show_id(self.query_ids[q])}); Plackett–Luce needs a strict order"
             )
-        top = np.zeros(n_queries)
-        np.maximum.at(top, query_codes[ranked], ranks[ranked])
-        gaps = np.flatnonzero(top != n_ranked)
+        # R distinct positive whole numbers are exactly 1..R iff they sum to R(R + 1)/2
+        rank_sums = np.bincount(query_codes[ranked], ranks[ranked], minlength=n_queries)
+        gaps = np.flatnonzero(rank_sums != n_ranked * (n_ranked + 1) / 2)
         if gaps.size:
             q = gaps[0]
             got = sorted(ranks[ranked & (query_codes == q)].astype(int).tolist())
@@ -262,23 +262,22 @@ class Rankings:
         if len(df) == 0:
             raise ValueError(f"{what}: the table is empty (0 rows)")
         reject_missing(df, (left, right, label), what)
-        lefts, rights, labels = (df[c].astype(str) for c in (left, right, label))
-        ties = (labels == "equal").to_numpy()
+        ties = _equal_ids(df[label], "equal")
         if ties.any():
             raise ValueError(
                 f"{what}: {int(ties.sum())} tie(s) (label 'equal'); Plackett–Luce needs a "
                 "winner: remove them (or model them with the GP preference models)"
             )
-        left_wins = (labels == lefts).to_numpy()
-        right_wins = (labels == rights).to_numpy()
+        left_wins = _equal_ids(df[label], df[left])
+        right_wins = _equal_ids(df[label], df[right])
         neither = ~(left_wins | right_wins)
         if neither.any():
             row = int(np.argmax(neither))
             raise ValueError(
                 f"{what}: {int(neither.sum())} label(s) name neither item of their pair "
-                f"(first: row {row}, label {df[label].iloc[row]!r})"
+                f"(first: row {row}, label {show_id(df[label].iloc[row])})"
             )
-        same = (lefts == rights).to_numpy()
+        same = _equal_ids(df[left], df[right])
         if same.any():
             raise ValueError(f"{what}: {int(same.sum())} pair(s) compare an item with itself")
         n = len(df)
@@ -295,6 +294,24 @@ class Rankings:
         if worker in df.columns:
             long["worker"] = np.concatenate([df[worker].to_numpy()] * 2)
         return cls(long, items)
+
+
+def _equal_ids(column: pd.Series, other) -> np.ndarray:
+    """Element-wise id equality; numbers compare as numbers, anything else as text (ids read
+    from different files may be typed differently)."""
+    if isinstance(other, str):
+        if not (pd.api.types.is_object_dtype(column) or pd.api.types.is_string_dtype(column)):
+            return np.zeros(len(column), dtype=bool)
+        return (column.astype(str) == other).to_numpy()
+    if pd.api.types.is_numeric_dtype(column) and pd.api.types.is_numeric_dtype(other):
+        return (column == other).to_numpy()
+    return (column.astype(str) == other.astype(str)).to_numpy()
+
+
+def _has_repeats(key: np.ndarray) -> bool:
+    """Whether any value occurs twice (a sort: faster than hashing for millions of int keys)."""
+    ordered = np.sort(key)
+    return bool(np.any(ordered[1:] == ordered[:-1]))
 
 
 def _ranks(column: pd.Series, what: str, name: str) -> np.ndarray:
