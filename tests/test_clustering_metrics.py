@@ -1,0 +1,108 @@
+"""Clustering metrics against scikit-learn, and worker accuracy against a naive count."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn import metrics as sk
+
+from crowdbayes.metrics.clustering import (
+    adjusted_mutual_info,
+    adjusted_rand_index,
+    contingency_table,
+    link_worker_accuracy,
+    mutual_information,
+    normalized_mutual_info,
+    unsupervised_accuracy,
+)
+
+
+def labelings():
+    rng = np.random.default_rng(0)
+    for n, k_true, k_pred in [(50, 3, 3), (200, 5, 8), (120, 10, 4), (30, 2, 6)]:
+        true = rng.integers(k_true, size=n)
+        pred = rng.integers(k_pred, size=n)
+        pred[: n // 2] = true[: n // 2] % k_pred  # partly informative
+        yield true, pred
+
+
+@pytest.mark.parametrize(("true", "pred"), list(labelings()))
+def test_match_scikit_learn(true, pred):
+    assert mutual_information(true, pred) == pytest.approx(sk.mutual_info_score(true, pred))
+    assert normalized_mutual_info(true, pred) == pytest.approx(
+        sk.normalized_mutual_info_score(true, pred)
+    )
+    assert adjusted_mutual_info(true, pred) == pytest.approx(
+        sk.adjusted_mutual_info_score(true, pred), abs=1e-10
+    )
+    assert adjusted_rand_index(true, pred) == pytest.approx(sk.adjusted_rand_score(true, pred))
+
+
+def test_degenerate_partitions_match_scikit_learn():
+    one, split = np.zeros(6, dtype=int), np.arange(6)
+    for true, pred in [(one, one), (one, split), (split, split), (split, one)]:
+        assert normalized_mutual_info(true, pred) == pytest.approx(
+            sk.normalized_mutual_info_score(true, pred)
+        )
+        assert adjusted_mutual_info(true, pred) == pytest.approx(
+            sk.adjusted_mutual_info_score(true, pred)
+        )
+        assert adjusted_rand_index(true, pred) == pytest.approx(sk.adjusted_rand_score(true, pred))
+
+
+def test_invariant_to_relabelling_and_ids_of_any_type():
+    true = np.array(["a", "a", "b", "b", "c", "c"])
+    pred = np.array([7, 7, 3, 3, 3, 1])
+    renamed = np.array([0, 0, 9, 9, 9, 5])
+    for f in (normalized_mutual_info, adjusted_mutual_info, adjusted_rand_index):
+        assert f(true, pred) == pytest.approx(f(true, renamed))
+
+
+def test_unsupervised_accuracy_by_brute_force():
+    from itertools import permutations
+
+    rng = np.random.default_rng(5)
+    true = rng.integers(4, size=80)
+    pred = np.where(rng.random(80) < 0.7, (true + 1) % 4, rng.integers(4, size=80))
+    best = max(np.mean(np.array(p)[pred] == true) for p in permutations(range(4)))
+    assert unsupervised_accuracy(true, pred) == pytest.approx(best)
+    # more clusters than classes: unmatched clusters count as errors
+    assert unsupervised_accuracy([0, 0, 1, 1], [0, 1, 2, 3]) == pytest.approx(0.5)
+
+
+def test_series_are_matched_by_index():
+    true = pd.Series([0, 0, 1, 1], index=["a", "b", "c", "d"])
+    pred = pd.Series([5, 1, 1, 5, 5], index=["d", "c", "b", "a", "z"])  # 'z' is ignored
+    assert unsupervised_accuracy(true, pred) == 0.5
+    assert contingency_table(true, pred).tolist() == [[1.0, 1.0], [1.0, 1.0]]
+    with pytest.raises(ValueError, match=r"1 item\(s\) of labels_true have no prediction"):
+        unsupervised_accuracy(true, pred.drop("a"))
+
+
+def test_bad_input():
+    with pytest.raises(ValueError, match="equal length"):
+        adjusted_rand_index([0, 1], [0, 1, 1])
+    with pytest.raises(ValueError, match="empty"):
+        normalized_mutual_info([], [])
+    with pytest.raises(ValueError, match="missing values"):
+        normalized_mutual_info([0, None], [0, 1])
+
+
+def test_link_worker_accuracy_counts():
+    truth = pd.Series({"a": 0, "b": 0, "c": 1, "d": 1})
+    links = pd.DataFrame(
+        {
+            "worker": ["u", "u", "u", "u", "v"],
+            "left": ["a", "c", "a", "b", "a"],
+            "right": ["b", "d", "c", "d", "b"],
+            "label": [1, 0, 0, 1, 1],
+        }
+    )
+    out = link_worker_accuracy(links, truth)
+    # u: same pairs (a,b) must, (c,d) cannot -> α = 1/2; different (a,c) cannot, (b,d) must
+    assert out.loc["u", "alpha"] == 0.5 and out.loc["u", "beta"] == 0.5
+    assert out.loc["v", "alpha"] == 1.0 and np.isnan(out.loc["v", "beta"])
+    assert out.loc["v", "n_different"] == 0 and out.loc["u", "n_same"] == 2
+    with pytest.raises(ValueError, match=r"1 linked item\(s\) have no true cluster"):
+        link_worker_accuracy(links, truth.drop("d"))
