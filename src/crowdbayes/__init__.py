@@ -1,6 +1,6 @@
 """crowdbayes: Bayesian inference from noisy human judgments."""
 
-from .data import Comparisons, Labels
+from .data import Comparisons, Labels, Links
 from .data.rankings import Rankings
 from .exceptions import (
     CholeskyError,
@@ -10,6 +10,7 @@ from .exceptions import (
     NotFittedError,
     NumericalWarning,
 )
+from .models.clustering import LinkClustering
 from .models.gp_preference import GPPreferenceEP
 from .models.labels import (
     BayesianDawidSkene,
@@ -37,6 +38,8 @@ __all__ = [
     "Rankings",
     "Comparisons",
     "GPPreferenceEP",
+    "Links",
+    "LinkClustering",
     "PlackettLuceVI",
     "PlackettLuceMAP",
     "PlackettLuceMM",

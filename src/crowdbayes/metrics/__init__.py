@@ -1,5 +1,38 @@
 """Scores for inferred results against gold standards and simulated truth."""
 
+from .clustering import (
+    adjusted_mutual_info,
+    adjusted_rand_index,
+    contingency_table,
+    link_worker_accuracy,
+    mutual_information,
+    normalized_mutual_info,
+    unsupervised_accuracy,
+)
 from .labels import accuracy, brier_score, log_loss, worker_recovery_error
+from .ranking import (
+    kendall_tau,
+    pairwise_accuracy,
+    pairwise_auc,
+    rankings_to_pairs,
+    top_k_metric,
+)
 
-__all__ = ["accuracy", "brier_score", "log_loss", "worker_recovery_error"]
+__all__ = [
+    "adjusted_mutual_info",
+    "adjusted_rand_index",
+    "contingency_table",
+    "link_worker_accuracy",
+    "mutual_information",
+    "normalized_mutual_info",
+    "unsupervised_accuracy",
+    "accuracy",
+    "brier_score",
+    "kendall_tau",
+    "log_loss",
+    "pairwise_accuracy",
+    "pairwise_auc",
+    "rankings_to_pairs",
+    "top_k_metric",
+    "worker_recovery_error",
+]

@@ -1,0 +1,349 @@
+"""LinkClustering: the ELBO against enumeration, its monotonicity, recovery and determinism."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import integrate, stats
+from scipy.special import betaln, gammaln, logsumexp
+
+from crowdbayes.data.links import Links
+from crowdbayes.datasets.clustering import simulate_pair_links
+from crowdbayes.exceptions import NotFittedError
+from crowdbayes.metrics.clustering import unsupervised_accuracy
+from crowdbayes.models.clustering import LinkClustering
+from crowdbayes.models.clustering.link_vb import LinkGraph, greedy_colouring, link_model_elbo
+
+# A tiny problem: 4 items in two pairs {0, 1}, {2, 3}; two workers, one of them noisy.
+TINY = pd.DataFrame(
+    {
+        "worker": [0, 0, 0, 0, 0, 0, 1, 1, 1],
+        "left": [0, 2, 0, 1, 0, 1, 0, 1, 0],
+        "right": [1, 3, 2, 3, 3, 2, 1, 2, 3],
+        "label": [1, 1, 0, 0, 0, 0, 1, 1, 0],
+    }
+)
+PRIOR_PI = np.array([0.7, 0.7])
+PRIOR_A, PRIOR_B = np.array([2.0, 1.0]), np.array([1.5, 1.0])
+
+
+def expect(f, a, b):
+    return integrate.quad(lambda x: f(x) * stats.beta.pdf(x, a, b), 0, 1, limit=200)[0]
+
+
+def elbo_by_enumeration(resp, prevalence, alpha, beta) -> float:
+    """E_q[log p(L, z, π, α, β)] + H[q], summing q(z) over all K^n assignments and
+    integrating the Beta/Dirichlet expectations numerically."""
+    n, k = resp.shape
+    # E log π_k from the Beta marginals of the Dirichlet
+    e_log_pi = np.array(
+        [expect(np.log, prevalence[j], prevalence.sum() - prevalence[j]) for j in range(k)]
+    )
+    e = {
+        (m, name): expect(f, *params[m])
+        for m in range(2)
+        for name, f, params in (
+            ("la", np.log, alpha),
+            ("l1a", lambda x: np.log1p(-x), alpha),
+            ("lb", np.log, beta),
+            ("l1b", lambda x: np.log1p(-x), beta),
+        )
+    }
+    total = 0.0
+    for z in itertools.product(range(k), repeat=n):
+        qz = np.prod(resp[np.arange(n), z])
+        value = sum(e_log_pi[z[i]] for i in range(n))
+        for m, i, j, label in TINY.itertuples(index=False):
+            if z[i] == z[j]:
+                value += e[(m, "la")] if label else e[(m, "l1a")]
+            else:
+                value += e[(m, "l1b")] if label else e[(m, "lb")]
+        total += qz * value
+    entropy_z = -np.sum(resp * np.log(resp))
+    # E log p(π) + H[q(π)], E log p(α) + H[q(α)], ...
+    prior_pi = gammaln(PRIOR_PI.sum()) - gammaln(PRIOR_PI).sum() + (PRIOR_PI - 1) @ e_log_pi
+    total += prior_pi + stats.dirichlet(prevalence).entropy() + entropy_z
+    for m in range(2):
+        total += (
+            (PRIOR_A[0] - 1) * e[(m, "la")] + (PRIOR_A[1] - 1) * e[(m, "l1a")] - betaln(*PRIOR_A)
+        )
+        total += (
+            (PRIOR_B[0] - 1) * e[(m, "lb")] + (PRIOR_B[1] - 1) * e[(m, "l1b")] - betaln(*PRIOR_B)
+        )
+        total += stats.beta(*alpha[m]).entropy() + stats.beta(*beta[m]).entropy()
+    return total
+
+
+def log_evidence_by_enumeration(k: int) -> tuple[float, np.ndarray]:
+    """Exact log p(L) (π, α, β integrated out analytically, z summed) and the exact posterior
+    probability that each pair of items shares a cluster."""
+    n = 4
+    logs, same = [], []
+    for z in itertools.product(range(k), repeat=n):
+        z = np.array(z)
+        counts = np.bincount(z, minlength=k)
+        log_p = (
+            gammaln(PRIOR_PI.sum())
+            - gammaln(PRIOR_PI.sum() + n)
+            + (gammaln(PRIOR_PI + counts) - gammaln(PRIOR_PI)).sum()
+        )
+        for m in range(2):
+            rows = TINY[TINY.worker == m]
+            s = z[rows.left] == z[rows.right]
+            lab = rows.label.to_numpy()
+            n11, n10 = np.sum(s & (lab == 1)), np.sum(s & (lab == 0))
+            n00, n01 = np.sum(~s & (lab == 0)), np.sum(~s & (lab == 1))
+            log_p += betaln(PRIOR_A[0] + n11, PRIOR_A[1] + n10) - betaln(*PRIOR_A)
+            log_p += betaln(PRIOR_B[0] + n00, PRIOR_B[1] + n01) - betaln(*PRIOR_B)
+        logs.append(log_p)
+        same.append(z[:, None] == z[None, :])
+    logs = np.array(logs)
+    post = np.exp(logs - logsumexp(logs))
+    return float(logsumexp(logs)), np.tensordot(post, np.array(same, dtype=float), axes=1)
+
+
+def tiny_model(**kwargs) -> LinkClustering:
+    params = dict(
+        prior_prevalence=0.7, prior_alpha=(2.0, 1.0), prior_beta=(1.5, 1.0), random_state=0
+    )
+    params.update(kwargs)
+    return LinkClustering(2, **params)
+
+
+def test_elbo_formula_matches_enumeration():
+    rng = np.random.default_rng(0)
+    resp = rng.dirichlet(np.ones(2), size=4)
+    prevalence = np.array([1.3, 2.9])
+    alpha = np.array([[3.0, 1.2], [1.1, 2.0]])
+    beta = np.array([[2.5, 0.8], [4.0, 3.0]])
+    ours = link_model_elbo(
+        resp,
+        prevalence,
+        alpha,
+        beta,
+        TINY.left.to_numpy(),
+        TINY.right.to_numpy(),
+        TINY.worker.to_numpy(),
+        TINY.label.to_numpy(),
+        PRIOR_PI,
+        PRIOR_A,
+        PRIOR_B,
+    )
+    assert ours == pytest.approx(elbo_by_enumeration(resp, prevalence, alpha, beta), rel=1e-6)
+
+
+def test_fitted_elbo_bounds_the_exact_evidence_and_finds_the_posterior_mode():
+    model = tiny_model(n_init=3, tol=1e-12, max_iter=500).fit(TINY)
+    log_evidence, same = log_evidence_by_enumeration(2)
+    assert model.elbo_ <= log_evidence + 1e-9
+    # mean field covers one of the K! = 2 label-swapped modes (log 2) and loses the
+    # dependence between z, α and β on so few links: the gap measured here is 1.27 nats
+    assert log_evidence - model.elbo_ < np.log(2) + 1.5
+    probas = model.probas_.loc[[0, 1, 2, 3]].to_numpy()
+    vb_same = probas @ probas.T
+    off = ~np.eye(4, dtype=bool)
+    clear = off & (np.abs(same - 0.5) > 0.1)
+    assert clear.sum() >= 8
+    assert np.all((vb_same[clear] > 0.5) == (same[clear] > 0.5))
+    assert model.assignments_[0] == model.assignments_[1] != model.assignments_[2]
+
+
+def test_the_reported_elbo_is_the_formula_at_the_fit():
+    model = tiny_model(n_init=1).fit(TINY)
+    assert np.isfinite(model.elbo_) and model.elbo_ == model.elbo_history_[-1]
+
+
+def simulated(seed=1):
+    truth = pd.Series(np.repeat(np.arange(3), 20), index=[f"i{j}" for j in range(60)])
+    alpha = np.array([0.95, 0.9, 0.85, 0.8, 0.7, 0.95, 0.9, 0.6])
+    beta = np.array([0.95, 0.85, 0.9, 0.8, 0.9, 0.7, 0.95, 0.9])
+    sim = simulate_pair_links(
+        truth, n_workers=8, pairs_per_worker=300, alpha=alpha, beta=beta, random_state=seed
+    )
+    return sim
+
+
+def test_elbo_never_decreases_from_a_poor_start():
+    sim = simulated()
+    links = sim.to_links()
+    model = LinkClustering(5, tol=None, max_iter=40)
+    graph, order = LinkGraph.build(
+        links.n_items,
+        links.n_workers,
+        links.left_codes,
+        links.right_codes,
+        links.worker_codes,
+        links.labels,
+    )
+    rng = np.random.default_rng(0)
+    # the true clusters with 40% of the items moved at random, then blurred
+    start = sim.truth.loc[links.item_ids[order]].to_numpy().copy()
+    moved = rng.random(60) < 0.4
+    start[moved] = rng.integers(5, size=moved.sum())
+    resp = 0.6 * np.eye(5)[start] + 0.4 * rng.dirichlet(np.ones(5), size=60)
+    state, run = model._vb(graph, model._priors(), resp)
+    history = np.array(run.history)
+    assert history.size == 40
+    assert np.all(np.diff(history) >= -1e-8 * np.abs(history[1:]))
+    assert history[-1] > history[0] + 1.0  # it did climb
+
+
+def test_recovers_clusters_and_workers():
+    sim = simulated()
+    model = LinkClustering(3, n_init=3, random_state=0).fit(sim.to_links())
+    assert unsupervised_accuracy(sim.truth, model.assignments_) >= 0.98
+    workers = model.workers_.loc[range(8)]
+    assert np.abs(workers["alpha"] - sim.alpha).mean() < 0.05
+    assert np.abs(workers["beta"] - sim.beta).mean() < 0.05
+    inside = (workers["alpha_lower"] <= sim.alpha) & (sim.alpha <= workers["alpha_upper"])
+    inside_b = (workers["beta_lower"] <= sim.beta) & (sim.beta <= workers["beta_upper"])
+    assert inside.sum() + inside_b.sum() >= 12  # 90% intervals: about 14.4 of 16 expected
+    assert np.all(np.diff(model.elbo_history_) >= -1e-8 * np.abs(model.elbo_))
+    assert model.n_clusters_used_ == 3
+    assert list(workers.columns) == [
+        "alpha",
+        "alpha_sd",
+        "alpha_lower",
+        "alpha_upper",
+        "beta",
+        "beta_sd",
+        "beta_lower",
+        "beta_upper",
+        "n_links",
+    ]
+    assert (workers["n_links"] == 300).all()
+
+
+def test_extra_clusters_stay_empty_with_a_sparse_prior():
+    sim = simulated()
+    model = LinkClustering(8, prior_prevalence=0.05, n_init=2, random_state=0)
+    model.fit(sim.to_links())
+    assert model.n_clusters_used_ == 3
+    assert unsupervised_accuracy(sim.truth, model.assignments_) >= 0.98
+
+
+def test_same_seed_same_result():
+    links = simulated(seed=4).to_links()
+    first = LinkClustering(3, n_init=2, random_state=7).fit(links)
+    second = LinkClustering(3, n_init=2, random_state=7).fit(links)
+    pd.testing.assert_frame_equal(first.probas_, second.probas_)
+    pd.testing.assert_frame_equal(first.workers_, second.workers_)
+    assert first.restart_elbos_ == second.restart_elbos_
+
+
+def test_only_linked_items_are_assigned():
+    obs = np.zeros((6, 2))
+    df = pd.DataFrame(
+        {"worker": [0, 0, 1], "left": [0, 1, 0], "right": [1, 4, 4], "label": [1, 0, 0]}
+    )
+    model = LinkClustering(2, n_init=1, random_state=0).fit(Links(df, obs))
+    assert list(model.assignments_.index) == [0, 1, 4]
+    assert model.probas_.shape == (3, 2)
+    np.testing.assert_allclose(model.probas_.sum(axis=1), 1.0)
+
+
+def test_colouring_is_proper():
+    rng = np.random.default_rng(2)
+    left, right = rng.integers(30, size=(2, 200))
+    keep = left != right
+    colour = greedy_colouring(30, left[keep], right[keep])
+    assert np.all(colour[left[keep]] != colour[right[keep]])
+
+
+def test_not_fitted_and_bad_parameters():
+    with pytest.raises(NotFittedError, match="call fit"):
+        LinkClustering().predict()
+    for kwargs, message in [
+        ({"n_clusters": 0}, "n_clusters must be a positive integer"),
+        ({"n_init": 0}, "n_init must be at least 1"),
+        ({"prior_alpha": (1.0, 0.0)}, "prior_alpha must be two positive numbers"),
+        ({"prior_prevalence": -1.0}, "prior_prevalence must be positive"),
+        ({"credible_level": 1.5}, r"credible_level must lie in \(0, 1\)"),
+    ]:
+        with pytest.raises(ValueError, match=message):
+            LinkClustering(**kwargs).fit(TINY)
+
+
+# ----------------------------------------------------------------------- real MNIST annotations
+@pytest.fixture(scope="module")
+def semicrowd(data_root):
+    import warnings
+
+    from crowdbayes.datasets.clustering import load_semicrowd_mnist, task_groupings
+    from crowdbayes.exceptions import DataWarning
+    from crowdbayes.metrics.clustering import link_worker_accuracy
+
+    crowd = load_semicrowd_mnist()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DataWarning)  # the one repeated pair, kept
+        links = crowd.to_links()
+    return (
+        crowd,
+        links,
+        link_worker_accuracy(crowd.links, crowd.digits),
+        task_groupings(crowd.links),
+    )
+
+
+def real_data_scores(crowd, measured, groupings, model) -> dict:
+    """Pearson correlations of the estimated and measured worker α, β, and the mean NMI of
+    the inferred partition and of the worker's own grouping with the true digits per task."""
+    from crowdbayes.metrics.clustering import normalized_mutual_info
+
+    workers = model.workers_.loc[measured.index]
+    raw, inferred = [], []
+    for _, groups in groupings.groupby(level="task"):
+        items = groups.index.get_level_values("item")
+        digits = crowd.digits.loc[items].to_numpy()
+        raw.append(normalized_mutual_info(digits, groups.to_numpy()))
+        inferred.append(normalized_mutual_info(digits, model.assignments_.loc[items].to_numpy()))
+    return {
+        "alpha_r": np.corrcoef(workers["alpha"], measured["alpha"])[0, 1],
+        "beta_r": np.corrcoef(workers["beta"], measured["beta"])[0, 1],
+        "raw_nmi": np.mean(raw),
+        "inferred_nmi": np.mean(inferred),
+    }
+
+
+def test_real_annotations_at_the_model_optimum_near_the_truth(semicrowd):
+    """Started at the true digits, VB settles where the model puts the truth: there the
+    partition within each task beats the workers' own groupings and the specificities track
+    the measured ones. Sensitivities do not: a worker splitting a digit inside their own task
+    is invisible to links alone unless shared images say so (measured r = 0.21)."""
+    crowd, links, measured, groupings = semicrowd
+    model = LinkClustering(10, n_init=1, n_polish=0, random_state=0).fit(links, init=crowd.digits)
+    scores = real_data_scores(crowd, measured, groupings, model)
+    assert scores["inferred_nmi"] >= scores["raw_nmi"]  # 0.9832 vs 0.9822
+    assert scores["beta_r"] >= 0.9  # 0.941
+    assert scores["alpha_r"] < 0.5  # 0.213: the limit of links-only inference on these data
+
+
+@pytest.fixture(scope="module")
+def real_fit(semicrowd):
+    _, links, _, _ = semicrowd
+    return LinkClustering(10, n_init=1, n_polish=1, random_state=0).fit(links)
+
+
+def test_real_annotations_from_scratch_regression(semicrowd, real_fit):
+    crowd, _, measured, groupings = semicrowd
+    scores = real_data_scores(crowd, measured, groupings, real_fit)
+    # measured: ELBO -8625 (the optimum reached from the true digits: -7536), per-task NMI
+    # 0.9634 (workers' own groupings: 0.9822); the default n_init=5, n_polish=2 gets -8175, 0.969
+    assert real_fit.elbo_ > -8700
+    assert scores["inferred_nmi"] > 0.955
+    assert real_fit.n_clusters_used_ == 10
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="issue 6 acceptance not met from scratch: the search does not reach the optimum "
+    "near the truth (see test above), and alpha is not identifiable from these links",
+)
+def test_real_annotations_issue_acceptance(semicrowd, real_fit):
+    crowd, _, measured, groupings = semicrowd
+    scores = real_data_scores(crowd, measured, groupings, real_fit)
+    assert scores["alpha_r"] >= 0.8 and scores["beta_r"] >= 0.8
+    assert scores["inferred_nmi"] >= scores["raw_nmi"]
