@@ -25,6 +25,7 @@ from .prefs import (
     load_car_choice,
     load_ukpconvarg,
     load_ukpconvarg_features,
+    text_statistics,
 )
 from .synthetic import SyntheticLabels, simulate_labels
 
@@ -58,4 +59,5 @@ __all__ = [
     "load_ukpconvarg",
     "load_ukpconvarg_features",
     "simulate_labels",
+    "text_statistics",
 ]
