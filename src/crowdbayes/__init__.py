@@ -11,6 +11,7 @@ from .exceptions import (
     NumericalWarning,
 )
 from .models.clustering import LinkClustering
+from .models.communities import CommunityPreferences
 from .models.gp_preference import GPPreferenceEP
 from .models.labels import (
     BayesianDawidSkene,
@@ -38,6 +39,7 @@ __all__ = [
     "Rankings",
     "Comparisons",
     "GPPreferenceEP",
+    "CommunityPreferences",
     "Links",
     "LinkClustering",
     "PlackettLuceVI",

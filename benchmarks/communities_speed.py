@@ -1,0 +1,134 @@
+"""Time per Gibbs sweep of ``CommunityPreferences`` against the number of users (and items).
+
+Simulated data (:func:`crowdbayes.models.communities.simulate_community_preferences`): users in
+planted communities, each with the same number of comparisons. For every size the script
+builds the sampler's inputs once, then times, in this process and one after the other,
+
+- the sequential-CRP initialisation of a chain (``init="sequential"``),
+- blocked Gibbs sweeps (single-user moves + EP refits of the changed communities; the
+  per-sweep split–merge moves are timed apart, as they do not scale with the users),
+- split–merge moves (mean seconds per move).
+
+Run from the repository root on an otherwise idle machine::
+
+    .venv/bin/python benchmarks/communities_speed.py                       # 100..2000 users
+    .venv/bin/python benchmarks/communities_speed.py --users 1000 --items 50 100 200
+
+Writes ``benchmarks/results/communities_speed.md`` (``--output`` changes it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+import warnings
+from pathlib import Path
+
+for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import numpy as np  # noqa: E402
+
+from _common import RESULTS, command_line, load_average, machine_lines, write_report  # noqa: E402
+from crowdbayes.models.communities import (  # noqa: E402
+    CommunityPreferences,
+    simulate_community_preferences,
+)
+from crowdbayes.models.communities.sampler import _Chain  # noqa: E402
+
+
+def measure(n_users: int, n_items: int, pairs: int, communities: int, sweeps: int, seed: int):
+    sim = simulate_community_preferences(
+        n_users, n_items, communities, pairs, noise=0.5, random_state=seed
+    )
+    model = CommunityPreferences(
+        noise=0.5, concentration=0.5, n_sweeps=1, burn_in=0, n_chains=1, split_merge=0
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model.fit(sim.comparisons, items=sim.items)  # builds the per-user data and the prior
+    settings = model._settings()
+    settings.split_merge = 0
+    rng = np.random.default_rng(seed)
+    start = time.perf_counter()
+    chain = _Chain(model._users, settings, rng)
+    init = time.perf_counter() - start
+    times, sizes = [], []
+    for _ in range(sweeps):
+        start = time.perf_counter()
+        sizes.append(chain.sweep())
+        times.append(time.perf_counter() - start)
+    start = time.perf_counter()
+    moves = 4
+    accepted = sum(chain._split_merge() for _ in range(moves))
+    split_merge = (time.perf_counter() - start) / moves
+    return {
+        "users": n_users,
+        "items": n_items,
+        "comparisons": len(sim.comparisons),
+        "init_s": init,
+        "sweep_s": float(np.mean(times)),
+        "sweep_min_s": float(np.min(times)),
+        "communities": int(sizes[-1]),
+        "split_merge_s": split_merge,
+        "accepted": accepted,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--users", type=int, nargs="+", default=[100, 250, 500, 1000, 2000])
+    parser.add_argument("--items", type=int, nargs="+", default=[100])
+    parser.add_argument("--pairs", type=int, default=20, help="comparisons per user")
+    parser.add_argument("--communities", type=int, default=4)
+    parser.add_argument("--sweeps", type=int, default=3, help="timed sweeps per size")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--output", type=Path, default=RESULTS / "communities_speed.md")
+    args = parser.parse_args()
+    lines = ["# CommunityPreferences: time per Gibbs sweep", "", f"- command: `{command_line()}`"]
+    lines += machine_lines()
+    lines += [
+        f"- data: {args.communities} planted communities, {args.pairs} comparisons per user, "
+        "noise 0.5, 2 item features; sampler `blocked`, λ = 0.5",
+        "",
+        "| users | items | comparisons | init (s) | sweep mean (s) | sweep min (s) | "
+        "ms per user | communities | split–merge (s/move) |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    rows = []
+    for n_items in args.items:
+        for n_users in args.users:
+            row = measure(n_users, n_items, args.pairs, args.communities, args.sweeps, args.seed)
+            rows.append(row)
+            text = (
+                f"| {row['users']} | {row['items']} | {row['comparisons']} | "
+                f"{row['init_s']:.2f} | {row['sweep_s']:.2f} | {row['sweep_min_s']:.2f} | "
+                f"{1000 * row['sweep_s'] / row['users']:.2f} | {row['communities']} | "
+                f"{row['split_merge_s']:.2f} |"
+            )
+            print(text, flush=True)
+            lines.append(text)
+    by_items = {}
+    for row in rows:
+        by_items.setdefault(row["items"], []).append(row)
+    lines.append("")
+    for n_items, group in by_items.items():
+        if len(group) > 1:
+            users = np.array([r["users"] for r in group], dtype=float)
+            sweep = np.array([r["sweep_s"] for r in group])
+            slope, intercept = np.polyfit(users, sweep, 1)
+            exponent = np.polyfit(np.log(users), np.log(sweep), 1)[0]
+            lines.append(
+                f"- {n_items} items: sweep ≈ {intercept:.3f} s + {1000 * slope:.2f} ms × users; "
+                f"log-log slope {exponent:.2f} (1 = linear)"
+            )
+    lines.append(f"- load average at end {load_average()}")
+    write_report(args.output, "\n".join(lines) + "\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,519 @@
+"""``CommunityPreferences``: a Dirichlet-process mixture of GP preference functions."""
+
+from __future__ import annotations
+
+import os
+import warnings
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+
+from ..._persist import load_arrays, save_arrays
+from ..._utils import RandomState, as_generator, check_is_fitted, spawn_generators
+from ...data._validate import show_values
+from ...data.comparisons import Comparisons, as_comparisons
+from ...exceptions import ConvergenceWarning, DataWarning
+from ...inference import rhat
+from ...kernels import Independent, Kernel, make_kernel
+from ...linalg import safe_cholesky
+from ..gp_preference import GPPreferenceEP, LatentPosterior, pair_probabilities
+from ._crp import canonical_labels, co_membership, least_squares_partition
+from .sampler import SAMPLERS, SamplerSettings, UserData, fit_community, run_chain
+
+__all__ = ["CommunityPreferences", "communities_table"]
+
+_TIE_POLICIES = ("drop", "half")
+_SAVED_KERNELS = ("Matern32", "RBF", "Independent")
+
+
+class CommunityPreferences:
+    """Community preferences: a Dirichlet-process mixture of GP preference functions
+    (Abbasnejad, Sanner, Bonilla & Poupart, IJCAI 2013).
+
+    Every community ``c`` has a utility function ``f_c ~ GP(0, output_scale · k(x, x'))`` over
+    item features; user ``u`` belongs to community ``z_u`` and prefers item ``i`` to ``j``
+    with probability ``Φ((f_{z_u}(i) - f_{z_u}(j)) / (√2 σ))``; memberships follow a Chinese
+    restaurant process with concentration ``λ``:
+
+    .. math:: p(z_u = c | z_{-u}) = \\frac{n_c^{-u}}{U - 1 + λ}, \\qquad
+       p(z_u = \\text{new} | z_{-u}) = \\frac{λ}{U - 1 + λ}
+
+    (their Eqs. 20–21). Inference is Gibbs sampling over memberships with each community's
+    utility posterior approximated by EP (their Eqs. 1–15, the shared
+    :func:`~crowdbayes.models.gp_preference.expectation_propagation`); a user's conditional is
+    the CRP prior times the expected likelihood of their comparisons under the community's
+    posterior (their Eqs. 16–19), and a new community is weighed under the GP prior. Empty
+    communities are garbage-collected. See :mod:`crowdbayes.models.communities.sampler` for the
+    two samplers.
+
+    Parameters
+    ----------
+    kernel, lengthscale, output_scale, noise
+        The GP prior and judgment noise, as in
+        :class:`~crowdbayes.models.gp_preference.GPPreferenceEP` (shared by all communities).
+    concentration : float
+        CRP concentration ``λ`` (fixed), or its starting value with ``concentration_prior``.
+    concentration_prior : (shape, rate), optional
+        A ``Gamma(shape, rate)`` prior on ``λ``, sampled after each sweep (Escobar & West, 1995).
+    sampler : {"blocked", "collapsed"}
+        ``"blocked"``: the paper's scheme, community posteriors refreshed once per sweep, cost
+        linear in users. ``"collapsed"``: exact ratios of EP marginal likelihoods, EP per
+        candidate community and user (small problems; checks).
+    n_sweeps, burn_in, thin : int
+        Gibbs sweeps per chain; draws kept after ``burn_in`` sweeps, every ``thin``-th.
+    n_chains : int
+        Independent chains (spawned random generators), run one after the other.
+    n_predictive : int
+        Kept draws per chain whose community posteriors are stored for :meth:`predict_proba`.
+    init : "sequential" or int
+        Starting memberships of every chain: one sequential CRP pass with ADF-filtered
+        community beliefs (``_Chain._seat_sequentially`` in
+        :mod:`~crowdbayes.models.communities.sampler`), or users spread uniformly at random
+        over this many communities.
+    split_merge : int
+        Metropolis–Hastings split–merge moves per sweep (Jain & Neal, 2004), which let whole
+        communities merge or split; 0 for single-user Gibbs moves only.
+    ties : {"drop", "half"}
+        As in :class:`~crowdbayes.models.gp_preference.GPPreferenceEP`.
+    damping, ep_max_iter, ep_tol : settings of the EP runs inside the sampler.
+    random_state : int, Generator or None
+    progress : bool
+        Show a progress bar over the sweeps of each chain.
+
+    Attributes
+    ----------
+    partition_ : Series (workers)
+        Point estimate of the communities (Dahl's least-squares partition among the draws),
+        labelled ``0, 1, ...`` by decreasing size.
+    co_membership_ : DataFrame (workers × workers)
+        Posterior probability that two workers share a community.
+    n_communities_ : Series
+        Posterior of the number of communities (index ``k``).
+    community_utility_ : DataFrame
+        Per community of ``partition_`` (first index level) and item: posterior ``mean`` and
+        ``sd`` of the utility given the partition.
+    memberships_ : ndarray (draws, workers)
+        Sampled community labels (labels are arbitrary per draw); ``chain_`` the chain of each.
+    n_communities_samples_, concentration_samples_ : ndarray (chains, draws)
+    rhat_n_communities_ : float
+        Rank-normalised split R-hat of the number of communities (NaN with fewer than 4
+        kept draws per chain, or when it never varies).
+    worker_ids_, item_ids_, kernel_, n_ties_dropped_, n_ep_unconverged_, history_
+    n_split_merge_accepted_ : int
+        Accepted split–merge moves over all chains (None after :meth:`load`).
+    """
+
+    def __init__(
+        self,
+        kernel: str | Kernel = "matern32",
+        lengthscale: str | float | np.ndarray = "median",
+        output_scale: float = 1.0,
+        noise: float = 1.0,
+        *,
+        concentration: float = 1.0,
+        concentration_prior: tuple[float, float] | None = None,
+        sampler: str = "blocked",
+        n_sweeps: int = 60,
+        burn_in: int = 20,
+        thin: int = 1,
+        n_chains: int = 2,
+        n_predictive: int = 10,
+        init: str | int = "sequential",
+        split_merge: int = 2,
+        ties: str = "drop",
+        damping: float = 0.5,
+        ep_max_iter: int = 100,
+        ep_tol: float = 1e-3,
+        random_state: RandomState = None,
+        progress: bool = False,
+    ) -> None:
+        self.kernel = kernel
+        self.lengthscale = lengthscale
+        self.output_scale = output_scale
+        self.noise = noise
+        self.concentration = concentration
+        self.concentration_prior = concentration_prior
+        self.sampler = sampler
+        self.n_sweeps = n_sweeps
+        self.burn_in = burn_in
+        self.thin = thin
+        self.n_chains = n_chains
+        self.n_predictive = n_predictive
+        self.init = init
+        self.split_merge = split_merge
+        self.ties = ties
+        self.damping = damping
+        self.ep_max_iter = ep_max_iter
+        self.ep_tol = ep_tol
+        self.random_state = random_state
+        self.progress = progress
+
+    # ------------------------------------------------------------------ fitting
+    def _check_params(self) -> None:
+        name = type(self).__name__
+        if self.sampler not in SAMPLERS:
+            raise ValueError(f"{name}: sampler must be one of {SAMPLERS}; got {self.sampler!r}")
+        if self.ties not in _TIE_POLICIES:
+            raise ValueError(f"{name}: ties must be one of {_TIE_POLICIES}; got {self.ties!r}")
+        if self.init != "sequential" and (
+            not isinstance(self.init, (int, np.integer)) or self.init < 1
+        ):
+            raise ValueError(
+                f"{name}: init must be 'sequential' or a positive integer; got {self.init!r}"
+            )
+        for attr in ("n_sweeps", "thin", "n_chains", "n_predictive"):
+            value = getattr(self, attr)
+            if not isinstance(value, (int, np.integer)) or value < 1:
+                raise ValueError(f"{name}: {attr} must be a positive integer; got {value!r}")
+        if not isinstance(self.split_merge, (int, np.integer)) or self.split_merge < 0:
+            raise ValueError(
+                f"{name}: split_merge must be a non-negative integer; got {self.split_merge!r}"
+            )
+        if not 0 <= self.burn_in < self.n_sweeps:
+            raise ValueError(
+                f"{name}: burn_in must be in [0, n_sweeps={self.n_sweeps}); got {self.burn_in}"
+            )
+        if not (np.isfinite(self.concentration) and self.concentration > 0):
+            raise ValueError(f"{name}: concentration must be positive; got {self.concentration}")
+        prior = self.concentration_prior
+        if prior is not None and (len(prior) != 2 or min(prior) <= 0):
+            raise ValueError(
+                f"{name}: concentration_prior must be (shape, rate), both positive; got {prior!r}"
+            )
+
+    def fit(
+        self, comparisons: Comparisons | pd.DataFrame, items: pd.DataFrame | None = None
+    ) -> CommunityPreferences:
+        """Sample community memberships for the workers of ``comparisons`` (a
+        :class:`~crowdbayes.data.Comparisons`, DataFrame or path; ``items`` the item feature
+        table when passing a DataFrame or path)."""
+        self._check_params()
+        name = type(self).__name__
+        data = as_comparisons(comparisons, items=items)
+        keep = np.ones(data.n_comparisons, dtype=bool)
+        self.n_ties_dropped_ = 0
+        if self.ties == "drop" and data.n_ties:
+            keep = data.outcome != 0
+            if not keep.any():
+                raise ValueError(
+                    f"{name}: all {data.n_ties} comparisons are ties; pass ties='half' to use them"
+                )
+            self.n_ties_dropped_ = data.n_ties
+            warnings.warn(
+                f"{name}: dropped {data.n_ties} tie(s) of {data.n_comparisons} comparisons "
+                "(pass ties='half' to count a tie as half a win each)",
+                DataWarning,
+                stacklevel=2,
+            )
+        user_codes, users = pd.factorize(data.worker_codes[keep], sort=True)
+        self.worker_ids_ = data.worker_ids[users]
+        train = np.unique(np.concatenate([data.left_codes[keep], data.right_codes[keep]]))
+        self.item_ids_, self.feature_names_, self._train = data.item_ids, data.feature_names, train
+        if data.has_features:
+            self._X = data.X
+            base = GPPreferenceEP(self.kernel, self.lengthscale, self.output_scale)
+            self.kernel_ = base._make_kernel(data.X[train])
+        else:
+            self._X = np.arange(data.n_items, dtype=np.float64)[:, None]
+            self.kernel_ = Independent(self.output_scale)
+        self._users = UserData.build(
+            user_codes,
+            np.searchsorted(train, data.left_codes[keep]),
+            np.searchsorted(train, data.right_codes[keep]),
+            data.outcome[keep],
+            len(users),
+            len(train),
+        )
+        self._n_comparisons = np.diff(self._users.start)
+        settings = self._settings()
+        chains = []
+        for i, rng in enumerate(spawn_generators(as_generator(self.random_state), self.n_chains)):
+            chains.append(
+                run_chain(
+                    self._users,
+                    settings,
+                    rng,
+                    n_sweeps=self.n_sweeps,
+                    burn_in=self.burn_in,
+                    thin=self.thin,
+                    n_predictive=self.n_predictive,
+                    progress=self.progress,
+                    desc=f"{name} chain {i + 1}/{self.n_chains}",
+                )
+            )
+        self.history_ = [c.history for c in chains]
+        self.n_ep_unconverged_ = sum(c.n_ep_unconverged for c in chains)
+        self.n_split_merge_accepted_ = sum(c.n_split_merge_accepted for c in chains)
+        if self.n_ep_unconverged_:
+            warnings.warn(
+                f"{name}: {self.n_ep_unconverged_} EP run(s) inside the sampler stopped at "
+                f"ep_max_iter={self.ep_max_iter} before ep_tol={self.ep_tol}",
+                ConvergenceWarning,
+                stacklevel=2,
+            )
+        self._memberships = np.concatenate([c.memberships for c in chains])
+        self._chain = np.concatenate([np.full(len(c.memberships), i) for i, c in enumerate(chains)])
+        self._n_comm = np.stack([c.n_communities for c in chains])
+        self._lam = np.stack([c.concentration for c in chains])
+        # number the stored community posteriors 0..V-1 across chains
+        self._versions, predictive = [], []
+        for c in chains:
+            ids = {v: len(self._versions) + i for i, v in enumerate(sorted(c.versions))}
+            self._versions.extend(c.versions[v] for v in sorted(c.versions))
+            predictive.append(np.vectorize(ids.get, otypes=[np.int64])(c.predictive))
+        self._predictive = np.concatenate(predictive)
+        self._pred_lam = np.concatenate([c.predictive_concentration for c in chains])
+        self._summarise(partition_sites=None)
+        return self
+
+    def _settings(self, sampler: str | None = None) -> SamplerSettings:
+        K = self.kernel_(self._X[self._train])
+        return SamplerSettings(
+            K=K,
+            chol=safe_cholesky(K, what=f"{type(self).__name__}: prior covariance"),
+            noise=self.noise,
+            damping=self.damping,
+            ep_max_iter=self.ep_max_iter,
+            ep_tol=self.ep_tol,
+            sampler=sampler or self.sampler,
+            concentration=self.concentration,
+            concentration_prior=self.concentration_prior,
+            init=self.init,
+            split_merge=self.split_merge,
+        )
+
+    # ------------------------------------------------------------------ summaries
+    def _summarise(self, partition_sites: list | None) -> None:
+        """Posterior summaries from the stored draws (after fit and after load)."""
+        workers = self.worker_ids_
+        co = co_membership(self._memberships)
+        self.co_membership_ = pd.DataFrame(co, index=workers, columns=workers)
+        best = least_squares_partition(self._memberships, co)
+        labels = canonical_labels(self._memberships[best])
+        # relabel by decreasing size (ties by first appearance)
+        sizes = np.bincount(labels)
+        order = np.argsort(-sizes, kind="stable")
+        rank = np.empty_like(order)
+        rank[order] = np.arange(len(order))
+        partition = rank[labels]
+        self.partition_ = pd.Series(partition, index=workers, name="community")
+        k = self._n_comm.ravel()
+        values, counts = np.unique(k, return_counts=True)
+        self.n_communities_ = pd.Series(
+            counts / counts.sum(), index=pd.Index(values, name="k"), name="probability"
+        )
+        self.n_communities_samples_ = self._n_comm
+        self.concentration_samples_ = self._lam
+        self.memberships_ = self._memberships
+        self.chain_ = self._chain
+        self.rhat_n_communities_ = (
+            float(rhat(self._n_comm)) if self._n_comm.shape[1] >= 4 else float("nan")
+        )
+        self._cache: dict[int, LatentPosterior] = {}
+        settings = self._settings("blocked")
+        self._chol = settings.chol
+        if partition_sites is None:
+            partition_sites = []
+            for c in range(partition.max() + 1):
+                fitted = fit_community(self._users, np.flatnonzero(partition == c), settings)
+                pairs = fitted.pairs
+                partition_sites.append((pairs.left, pairs.right, fitted.tau, fitted.nu))
+        self._partition_sites = partition_sites
+        frames = []
+        for sites in partition_sites:
+            mean, var = self._posterior(sites).predict(
+                self.kernel_(self._X[self._train], self._X), self.kernel_.diag(self._X)
+            )
+            frames.append(pd.DataFrame({"mean": mean, "sd": np.sqrt(var)}, index=self.item_ids_))
+        self.community_utility_ = pd.concat(
+            frames, keys=range(len(frames)), names=["community", "item"]
+        )
+
+    def _posterior(self, sites) -> LatentPosterior:
+        left, right, tau, nu = sites
+        return LatentPosterior(self._chol, left, right, tau, linear=nu)
+
+    def _version_posterior(self, version: int) -> LatentPosterior:
+        if version not in self._cache:
+            self._cache[version] = self._posterior(self._versions[version])
+        return self._cache[version]
+
+    # ------------------------------------------------------------------ prediction
+    def _item_rows(self, ids: pd.Index, what: str) -> np.ndarray:
+        codes = self.item_ids_.get_indexer(ids)
+        unknown = np.flatnonzero(codes < 0)
+        if unknown.size:
+            raise ValueError(
+                f"{what}: {unknown.size} item id(s) were not seen in fit: "
+                f"{show_values(ids[unknown].unique())}"
+            )
+        if self.feature_names_ is None:
+            uncompared = ~np.isin(codes, self._train)
+            if uncompared.any():
+                raise ValueError(
+                    f"{what}: item(s) {show_values(ids[uncompared].unique())} were never "
+                    "compared and the model has no item features"
+                )
+        return codes
+
+    def predict_proba(self, left: Sequence, right: Sequence, worker=None) -> pd.Series:
+        """Personal ``P(left ≻ right)`` averaged over the posterior of the worker's community.
+
+        For draw ``s`` in which ``worker`` belongs to community ``c``, the community's EP
+        posterior gives ``Φ(E[f_l - f_r] / √(2σ² + Var[f_l - f_r]))``; the result is the mean
+        over the stored draws. ``worker``: one id for all pairs, one id per pair, or None for a
+        new worker (the CRP predictive: community ``c`` with weight ``n_c / (U + λ)``, a new
+        community, i.e. ``½``, with weight ``λ / (U + λ)``).
+        """
+        check_is_fitted(self, "partition_")
+        left, right = pd.Index(list(left)), pd.Index(list(right))
+        if len(left) != len(right):
+            raise ValueError(f"predict_proba: {len(left)} left and {len(right)} right items")
+        n_pairs, n_draws = len(left), len(self._predictive)
+        weights = np.zeros((n_pairs, len(self._versions)))
+        if worker is None:
+            new_weight = np.zeros(n_pairs)
+            U = len(self.worker_ids_)
+            for draw, lam in zip(self._predictive, self._pred_lam, strict=True):
+                versions, sizes = np.unique(draw, return_counts=True)
+                weights[:, versions] += sizes / (U + lam) / n_draws
+                new_weight += lam / (U + lam) / n_draws
+        else:
+            many = not np.isscalar(worker) and not isinstance(worker, tuple)
+            wanted = pd.Index(list(worker) if many else [worker] * n_pairs)
+            if len(wanted) != n_pairs:
+                raise ValueError(f"predict_proba: {len(wanted)} workers for {n_pairs} pairs")
+            users = self.worker_ids_.get_indexer(wanted)
+            if (users < 0).any():
+                raise ValueError(
+                    f"predict_proba: worker(s) not seen in fit: "
+                    f"{show_values(wanted[users < 0].unique())}; pass worker=None for a new one"
+                )
+            rows = np.repeat(np.arange(n_pairs), n_draws)
+            np.add.at(weights, (rows, self._predictive[:, users].T.ravel()), 1.0 / n_draws)
+            new_weight = np.zeros(n_pairs)
+        ids = left.append(right).unique()
+        X = self._X[self._item_rows(ids, "predict_proba")]
+        li, ri = ids.get_indexer(left), ids.get_indexer(right)
+        K_cross = self.kernel_(self._X[self._train], X)
+        K_diff = K_cross[:, li] - K_cross[:, ri]
+        k = self.kernel_
+        prior_var = k.diag(X[li]) + k.diag(X[ri]) - 2 * k.paired(X[li], X[ri])
+        p = 0.5 * new_weight
+        for version in np.flatnonzero(weights.any(axis=0)):
+            mean_d, var_d = self._version_posterior(version).predict(K_diff, prior_var)
+            p = p + weights[:, version] * pair_probabilities(mean_d, var_d, self.noise)
+        index = pd.MultiIndex.from_arrays([left, right], names=["left", "right"])
+        return pd.Series(p, index=index, name="p_left")
+
+    # ------------------------------------------------------------------ persistence
+    def save(self, path: str | os.PathLike) -> None:
+        """Write the fitted model to ``path`` (safe ``.npz`` format, no pickle): kernel, item
+        features, the sampled memberships, and the EP sites of the stored community posteriors,
+        from which :meth:`load` rebuilds every summary and prediction exactly."""
+        check_is_fitted(self, "partition_")
+        kernel = type(self.kernel_).__name__
+        if kernel not in _SAVED_KERNELS:
+            raise TypeError(f"save: cannot store a custom kernel ({kernel}); use {_SAVED_KERNELS}")
+        arrays = {
+            "item_ids": np.asarray(self.item_ids_),
+            "worker_ids": np.asarray(self.worker_ids_),
+            "X": self._X,
+            "train": self._train,
+            "lengthscale": np.asarray(getattr(self.kernel_, "lengthscale", [])),
+            "memberships": self._memberships,
+            "chain": self._chain,
+            "n_comm": self._n_comm,
+            "lam": self._lam,
+            "predictive": self._predictive,
+            "pred_lam": self._pred_lam,
+            "n_comparisons": self._n_comparisons,
+        }
+        for prefix, table in (("version", self._versions), ("partition", self._partition_sites)):
+            arrays[f"{prefix}_sizes"] = np.array([len(t[0]) for t in table], dtype=np.int64)
+            for j, part in enumerate(("left", "right", "tau", "nu")):
+                arrays[f"{prefix}_{part}"] = np.concatenate([t[j] for t in table])
+        if self.feature_names_ is not None:
+            arrays["feature_names"] = np.asarray(self.feature_names_, dtype=str)
+        meta = {
+            "kernel": kernel,
+            "variance": self.kernel_.variance,
+            "params": {
+                k: getattr(self, k)
+                for k in ("noise", "concentration", "sampler", "ties", "damping")
+                + ("ep_max_iter", "ep_tol", "n_sweeps", "burn_in", "thin", "n_chains", "init")
+                + ("split_merge", "n_predictive")
+            },
+            "concentration_prior": self.concentration_prior,
+            "n_ties_dropped": self.n_ties_dropped_,
+            "n_ep_unconverged": self.n_ep_unconverged_,
+        }
+        save_arrays(path, type(self).__name__, arrays, meta)
+
+    @classmethod
+    def load(cls, path: str | os.PathLike) -> CommunityPreferences:
+        """Read a model written by :meth:`save`."""
+        _, arrays, meta = load_arrays(path, cls.__name__)
+        kernel = (
+            Independent(meta["variance"])
+            if meta["kernel"] == "Independent"
+            else make_kernel(meta["kernel"].lower(), arrays["lengthscale"], meta["variance"])
+        )
+        prior = meta["concentration_prior"]
+        model = cls(kernel=kernel, concentration_prior=None if prior is None else tuple(prior))
+        for key, value in meta["params"].items():
+            setattr(model, key, value)
+        model.kernel_ = kernel
+        model.item_ids_ = pd.Index(arrays["item_ids"], name="item")
+        model.worker_ids_ = pd.Index(arrays["worker_ids"], name="worker")
+        names = arrays.get("feature_names")
+        model.feature_names_ = None if names is None else pd.Index(names.tolist())
+        model._X, model._train = arrays["X"], arrays["train"]
+        model._memberships, model._chain = arrays["memberships"], arrays["chain"]
+        model._n_comm, model._lam = arrays["n_comm"], arrays["lam"]
+        model._predictive, model._pred_lam = arrays["predictive"], arrays["pred_lam"]
+        model._n_comparisons = arrays["n_comparisons"]
+        tables = {}
+        for prefix in ("version", "partition"):
+            bounds = np.concatenate([[0], np.cumsum(arrays[f"{prefix}_sizes"])])
+            parts = [arrays[f"{prefix}_{p}"] for p in ("left", "right", "tau", "nu")]
+            tables[prefix] = [
+                tuple(part[a:b] for part in parts)
+                for a, b in zip(bounds[:-1], bounds[1:], strict=True)
+            ]
+        model._versions = tables["version"]
+        model.n_ties_dropped_ = meta["n_ties_dropped"]
+        model.n_ep_unconverged_ = meta["n_ep_unconverged"]
+        model.n_split_merge_accepted_ = None
+        model.history_ = []
+        model._users = None
+        model._summarise(partition_sites=tables["partition"])
+        return model
+
+
+def communities_table(model: CommunityPreferences) -> pd.DataFrame:
+    """One row per worker, for the CLI's ``prefs communities``: the point-partition
+    ``community``, its ``size``, ``confidence`` (the mean posterior co-membership with the
+    other members of the community; for a singleton, the posterior probability of being
+    alone) and the worker's ``n_comparisons`` (after dropped ties)."""
+    check_is_fitted(model, "partition_")
+    partition = model.partition_.to_numpy()
+    co = model.co_membership_.to_numpy()
+    sizes = np.bincount(partition)[partition]
+    same = partition[:, None] == partition[None, :]
+    shared = ((co * same).sum(axis=1) - 1.0) / np.maximum(sizes - 1, 1)
+    alone = np.mean(
+        [np.bincount(labels)[labels] == 1 for labels in map(canonical_labels, model.memberships_)],
+        axis=0,
+    )
+    table = pd.DataFrame(
+        {
+            "community": partition,
+            "size": sizes,
+            "confidence": np.where(sizes > 1, shared, alone),
+        },
+        index=model.worker_ids_,
+    )
+    table["n_comparisons"] = model._n_comparisons
+    return table

@@ -1,0 +1,574 @@
+"""Gibbs sampling of community memberships with EP community posteriors inside.
+
+State of one chain: a community label ``z_u`` per user and, per community ``c``, the EP
+posterior ``q_c(f) = N(μ_c, Σ_c)`` of its utility given its members' comparisons (shared
+:func:`~crowdbayes.models.gp_preference.expectation_propagation`, one prior Cholesky factor
+for all communities). One sweep visits the users in random order and draws
+
+.. math:: p(z_u = c | z_{-u}, D) ∝ n_c^{-u} \\, p(D_u | D_{c \\setminus u}),
+   \\qquad p(z_u = \\text{new} | z_{-u}, D) ∝ λ \\, p(D_u | \\text{GP prior}),
+
+the CRP prior of Abbasnejad et al. (2013, Eqs. 20–21) times the expected likelihood of the
+user's comparisons (their Eq. 19). Two samplers:
+
+``"blocked"`` (the paper's scheme, linear in users)
+    ``p(D_u | D_{c∖u})`` is the ADF evidence (:mod:`._adf`) of ``D_u`` under the marginal over
+    the user's items of the community posterior fitted at the end of the previous sweep, with
+    the user's own EP sites removed when the user was a member then (a leave-one-out
+    cavity: the paper's Eq. 19 integrates over ``p(f | c*, D)``, which would
+    otherwise count ``D_u`` twice). The new-community term uses the GP prior. After the sweep
+    empty communities are garbage-collected and only communities whose members changed are
+    refitted, EP warm-started from their previous sites (matched by member). Cost per sweep:
+    ``O(U C P s²)`` for ``U`` users with ``P`` comparisons on ``s`` items and ``C``
+    communities, plus one warm EP (``O(N³)`` per EP iteration) per changed community. The
+    draws follow these approximate conditionals, not an exact Gibbs kernel.
+``"collapsed"`` (exact with respect to the EP evidence, for small problems and checking)
+    ``p(D_u | D_{c∖u}) = Z_EP(D_{c∖u} ∪ D_u) / Z_EP(D_{c∖u})``, the EP marginal likelihoods
+    of the two member sets (memoised). This is a Gibbs sampler whose stationary distribution is
+    exactly ``p(z | D) ∝ CRP(z | λ) Π_c Z_EP(D_c)``.
+
+Both are followed by ``split_merge`` Metropolis–Hastings split–merge moves per sweep (Jain &
+Neal, 2004; :meth:`_Chain._split_merge`) on the EP-evidence target, which merge or split whole
+communities. With a ``Gamma(a, b)`` prior the concentration ``λ`` is then updated (Escobar &
+West, 1995; :func:`._crp.sample_concentration`).
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+from scipy.special import gammaln
+
+from ...exceptions import ConvergenceWarning
+from ...inference.driver import run_iterations
+from ..gp_preference import LatentPosterior, PairCounts, expectation_propagation
+from ..gp_preference._likelihood import difference_scale
+from ._adf import adf_filter, adf_log_evidence
+from ._crp import sample_concentration
+
+__all__ = [
+    "SAMPLERS",
+    "UserData",
+    "Community",
+    "SamplerSettings",
+    "ChainResult",
+    "run_chain",
+    "fit_community",
+    "user_marginal",
+]
+
+SAMPLERS = ("blocked", "collapsed")
+
+
+@dataclass(frozen=True)
+class UserData:
+    """Each user's comparisons on the codes ``0..n_items-1`` of the compared items.
+
+    ``start[u]:start[u+1]`` are user ``u``'s rows in ``left/right/outcome`` (ordered by user);
+    ``items[u]`` the items they compared; ``pairs[u]`` their comparisons one per entry
+    (oriented ``left < right``, a win, a loss or half of each for a tie) on local codes into
+    ``items[u]``, and ``global_pairs[u]`` the same on global codes. One EP site per comparison
+    keeps every user's sites their own (so they can be taken out of a community posterior
+    exactly) and a single win in closed form (no quadrature).
+    """
+
+    n_items: int
+    left: np.ndarray
+    right: np.ndarray
+    outcome: np.ndarray
+    start: np.ndarray
+    items: list[np.ndarray]
+    pairs: list[PairCounts]
+    global_pairs: list[PairCounts]
+
+    @classmethod
+    def build(cls, user, left, right, outcome, n_users: int, n_items: int) -> UserData:
+        order = np.argsort(user, kind="stable")
+        left, right, outcome = left[order], right[order], outcome[order]
+        start = np.concatenate([[0], np.cumsum(np.bincount(user, minlength=n_users))])
+        low, high = np.minimum(left, right), np.maximum(left, right)
+        seen = np.where(left == low, outcome, -outcome)
+        wins = (seen == 1) + 0.5 * (seen == 0)
+        losses = (seen == -1) + 0.5 * (seen == 0)
+        items, pairs, global_pairs = [], [], []
+        for u in range(n_users):
+            rows = slice(start[u], start[u + 1])
+            index = np.arange(start[u + 1] - start[u])
+            s_items = np.unique(np.concatenate([low[rows], high[rows]]))
+            items.append(s_items)
+            global_pairs.append(PairCounts(low[rows], high[rows], wins[rows], losses[rows], index))
+            pairs.append(
+                PairCounts(
+                    np.searchsorted(s_items, low[rows]),
+                    np.searchsorted(s_items, high[rows]),
+                    wins[rows],
+                    losses[rows],
+                    index,
+                )
+            )
+        return cls(n_items, left, right, outcome, start, items, pairs, global_pairs)
+
+    @property
+    def n_users(self) -> int:
+        return len(self.items)
+
+    def community_pairs(self, members) -> tuple[PairCounts, dict[int, tuple[int, int]]]:
+        """The members' comparisons one after the other (one EP site each), and each member's
+        slice of them."""
+        members = sorted(members)
+        parts = [self.global_pairs[u] for u in members]
+        ends = np.cumsum([p.n_pairs for p in parts])
+        offsets = {
+            u: (int(e - p.n_pairs), int(e)) for u, p, e in zip(members, parts, ends, strict=True)
+        }
+        first = np.concatenate([[0], ends[:-1]])
+        pairs = PairCounts(
+            *(np.concatenate([getattr(p, a) for p in parts]) for a in ("left", "right")),
+            *(np.concatenate([getattr(p, a) for p in parts]) for a in ("wins", "losses")),
+            np.concatenate([p.index + f for p, f in zip(parts, first, strict=True)]),
+        )
+        return pairs, offsets
+
+
+@dataclass
+class Community:
+    """A community's member set and its EP posterior (one site per member's comparison, the
+    member ``u``'s at ``offsets[u]``)."""
+
+    members: frozenset
+    pairs: PairCounts
+    offsets: dict[int, tuple[int, int]]
+    tau: np.ndarray
+    nu: np.ndarray
+    posterior: LatentPosterior
+    log_marginal: float
+    converged: bool
+    version: int = -1
+
+
+@dataclass
+class SamplerSettings:
+    """What every chain shares: the prior, the EP settings and the sampler's options."""
+
+    K: np.ndarray
+    chol: np.ndarray
+    noise: float
+    damping: float
+    ep_max_iter: int
+    ep_tol: float
+    sampler: str
+    concentration: float
+    concentration_prior: tuple[float, float] | None
+    init: str | int
+    split_merge: int = 2
+    memo_size: int = 2048
+
+    @property
+    def alpha(self) -> float:
+        return difference_scale(self.noise)
+
+
+def fit_community(
+    data: UserData, members, settings: SamplerSettings, previous: Sequence[Community] = ()
+) -> Community:
+    """EP for the members' comparisons on the shared prior, warm-started from the sites the
+    members had in the ``previous`` communities (others start at zero)."""
+    pairs, offsets = data.community_pairs(members)
+    sites = None
+    if previous:
+        tau, nu = np.zeros(pairs.n_pairs), np.zeros(pairs.n_pairs)
+        for u, (a, b) in offsets.items():
+            for old in previous:
+                if u in old.offsets:
+                    c, d = old.offsets[u]
+                    tau[a:b], nu[a:b] = old.tau[c:d], old.nu[c:d]
+        sites = (tau, nu)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", ConvergenceWarning)
+        result = expectation_propagation(
+            settings.K,
+            pairs,
+            noise=settings.noise,
+            damping=settings.damping,
+            max_iter=settings.ep_max_iter,
+            tol=settings.ep_tol,
+            sites=sites,
+            chol_prior=settings.chol,
+        )
+    for warning in caught:
+        if not issubclass(warning.category, ConvergenceWarning):
+            warnings.warn_explicit(
+                warning.message, warning.category, warning.filename, warning.lineno
+            )
+    return Community(
+        frozenset(members),
+        pairs,
+        offsets,
+        result.site_precision,
+        result.site_linear,
+        result.posterior,
+        result.log_marginal,
+        result.converged,
+    )
+
+
+def user_marginal(data: UserData, community: Community, u: int) -> tuple[np.ndarray, np.ndarray]:
+    """Mean and covariance of the community posterior over user ``u``'s items, without ``u``'s
+    sites when ``u`` was a member at the community's last fit (the EP cavity of the user's
+    block of sites, so that ``p(D_u | D_{c∖u})`` does not count ``D_u`` twice).
+
+    Removing site precisions ``T`` and natural means ``ν_u`` on the user's differences ``A``
+    (Woodbury): ``Σ' = Σ + C T½ M⁻¹ T½ Cᵀ`` with ``C = Σ Aᵀ``, ``M = I - T½ A Σ Aᵀ T½``, and
+    ``μ' = μ + Σ' Aᵀ (T A μ - ν_u)``.
+    """
+    post = community.posterior
+    items = data.items[u]
+    mean = post.mean[items]
+    cov = post.cov[np.ix_(items, items)]
+    if u not in community.members:
+        return mean, cov
+    pairs = data.pairs[u]
+    a, b = community.offsets[u]
+    tau, nu = community.tau[a:b], community.nu[a:b]
+    C = cov[:, pairs.left] - cov[:, pairs.right]
+    G = C[pairs.left] - C[pairs.right]
+    root = np.sqrt(tau)
+    M = np.eye(len(tau)) - root[:, None] * G * root[None, :]
+    try:
+        chol = np.linalg.cholesky(M)
+    except np.linalg.LinAlgError:
+        return mean, cov  # round-off made the cavity improper: keep the full posterior
+    R = np.linalg.solve(chol, root[:, None] * C.T)
+    cov = cov + R.T @ R
+    resid = tau * (mean[pairs.left] - mean[pairs.right]) - nu
+    mean = mean + (cov[:, pairs.left] - cov[:, pairs.right]) @ resid
+    return mean, cov
+
+
+@dataclass
+class ChainResult:
+    """Kept draws of one chain: memberships (kept × users), number of communities and λ per
+    kept draw, and for the predictive draws the community version of each user and the sites
+    of every version they reference."""
+
+    memberships: np.ndarray
+    n_communities: np.ndarray
+    concentration: np.ndarray
+    predictive: np.ndarray
+    predictive_concentration: np.ndarray
+    versions: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]
+    history: list[float] = field(default_factory=list)
+    n_ep_unconverged: int = 0
+    n_split_merge_accepted: int = 0
+
+
+class _Chain:
+    """The state and moves of one chain (memberships, member sets, community posteriors)."""
+
+    def __init__(self, data: UserData, settings: SamplerSettings, rng: np.random.Generator):
+        self.data, self.settings, self.rng = data, settings, rng
+        self.lam = float(settings.concentration)
+        self.n_versions = 0
+        self.n_ep_unconverged = 0
+        self.memo: OrderedDict[frozenset, Community] = OrderedDict()
+        self.anchors: OrderedDict[int, Community] = OrderedDict()
+        self.n_split_merge_accepted = 0
+        if settings.init == "sequential":
+            self.z = self._seat_sequentially()
+        else:
+            self.z = rng.integers(max(1, min(int(settings.init), data.n_users)), size=data.n_users)
+        self.members: dict[int, set] = {}
+        for u, c in enumerate(self.z):
+            self.members.setdefault(int(c), set()).add(u)
+        self.communities = {c: self._fit(m) for c, m in sorted(self.members.items())}
+        self.next_label = max(self.members) + 1
+
+    # ---------------------------------------------------------------- community posteriors
+    def _fit(self, members, *previous: Community) -> Community:
+        key = frozenset(members)
+        if self.settings.sampler == "collapsed":
+            # cold starts only, so the memoised evidence is a function of the member set
+            if key in self.memo:
+                self.memo.move_to_end(key)
+                return self.memo[key]
+            previous = ()
+        community = fit_community(self.data, key, self.settings, previous)
+        community.version = self.n_versions
+        self.n_versions += 1
+        self.n_ep_unconverged += not community.converged
+        if self.settings.sampler == "collapsed":
+            self.memo[key] = community
+            if len(self.memo) > self.settings.memo_size:
+                self.memo.popitem(last=False)
+        return community
+
+    def _log_evidence(self, members) -> float:
+        return self._fit(members).log_marginal if members else 0.0
+
+    # ---------------------------------------------------------------- sweeps
+    def _choose(self, log_w: np.ndarray) -> int:
+        w = np.exp(log_w - log_w.max())
+        cum = np.cumsum(w)
+        return int(np.searchsorted(cum, self.rng.random() * cum[-1], side="right"))
+
+    def _candidates(self, u: int) -> list[int]:
+        c0 = int(self.z[u])
+        self.members[c0].discard(u)
+        return [c for c, m in self.members.items() if m]
+
+    def _assign(self, u: int, c: int) -> None:
+        self.z[u] = c
+        self.members.setdefault(c, set()).add(u)
+
+    def _new_label(self) -> int:
+        label = self.next_label
+        self.next_label += 1
+        return label
+
+    def _sweep_blocked(self) -> None:
+        data, settings = self.data, self.settings
+        alpha, K = settings.alpha, settings.K
+        for u in self.rng.permutation(data.n_users):
+            c0 = int(self.z[u])
+            labels = self._candidates(u)
+            items = data.items[u]
+            s = len(items)
+            means = np.zeros((len(labels) + 1, s))
+            covs = np.empty((len(labels) + 1, s, s))
+            for i, c in enumerate(labels):
+                means[i], covs[i] = user_marginal(data, self.communities[c], u)
+            covs[-1] = K[np.ix_(items, items)]
+            log_ev = adf_log_evidence(means, covs, data.pairs[u], alpha)
+            sizes = np.array([len(self.members[c]) for c in labels] + [self.lam], dtype=float)
+            pick = self._choose(np.log(sizes) + log_ev)
+            if pick < len(labels):
+                c = labels[pick]
+            elif not self.members[c0] and self.communities[c0].members == {u}:
+                c = c0  # the user's own singleton is already the new community's posterior
+            else:
+                c = self._new_label()
+                self.communities[c] = self._fit({u})
+            self._assign(u, c)
+        for c in list(self.communities):
+            members = self.members.get(c)
+            if not members:
+                self.communities.pop(c)
+                self.members.pop(c, None)
+            elif self.communities[c].members != members:
+                self.communities[c] = self._fit(members, self.communities[c])
+
+    def _sweep_collapsed(self) -> None:
+        for u in self.rng.permutation(self.data.n_users):
+            c0 = int(self.z[u])
+            labels = self._candidates(u)
+            log_w = [
+                np.log(len(self.members[c]))
+                + self._log_evidence(self.members[c] | {u})
+                - self._log_evidence(self.members[c])
+                for c in labels
+            ]
+            log_w.append(np.log(self.lam) + self._log_evidence({u}))
+            pick = self._choose(np.array(log_w))
+            if pick < len(labels):
+                c = labels[pick]
+            else:
+                c = c0 if not self.members[c0] else self._new_label()
+            self._assign(u, c)
+        for c in list(self.members):
+            if not self.members[c]:
+                self.members.pop(c)
+                self.communities.pop(c, None)
+            else:
+                self.communities[c] = self._fit(self.members[c])
+
+    def _seat_sequentially(self) -> np.ndarray:
+        """Initial memberships by one sequential CRP pass: users in random order join a
+        community ``c`` with probability ``∝ n_c p(D_u | D_c)`` or a new one ``∝ λ p(D_u)``,
+        where each community's utility belief starts at the GP prior and is filtered (ADF,
+        :func:`adf_filter`) through the comparisons of every user seated in it. Starting all
+        users in one community instead makes the first sweep open many small communities of
+        the same taste, which single-user moves merge only slowly."""
+        data, K, alpha = self.data, self.settings.K, self.settings.alpha
+        beliefs: list[tuple[np.ndarray, np.ndarray]] = []
+        sizes: list[int] = []
+        z = np.empty(data.n_users, dtype=np.int64)
+        for u in self.rng.permutation(data.n_users).tolist():
+            items = data.items[u]
+            means = np.zeros((len(beliefs) + 1, len(items)))
+            covs = np.empty((len(beliefs) + 1, len(items), len(items)))
+            for c, (mean, cov) in enumerate(beliefs):
+                means[c], covs[c] = mean[items], cov[np.ix_(items, items)]
+            covs[-1] = K[np.ix_(items, items)]
+            log_ev = adf_log_evidence(means, covs, data.pairs[u], alpha)
+            c = self._choose(np.log(np.array(sizes + [self.lam], dtype=float)) + log_ev)
+            if c == len(beliefs):
+                beliefs.append((np.zeros(len(K)), K))
+                sizes.append(0)
+            _, mean, cov = adf_filter(
+                beliefs[c][0][None], beliefs[c][1][None], data.global_pairs[u], alpha
+            )
+            beliefs[c] = (mean[0], cov[0])
+            sizes[c] += 1
+            z[u] = c
+        return z
+
+    def _anchor(self, u: int) -> Community:
+        """EP posterior of user ``u``'s comparisons alone (cold start, memoised)."""
+        if u not in self.anchors:
+            self.anchors[u] = fit_community(self.data, {u}, self.settings)
+            if len(self.anchors) > self.settings.memo_size // 8:
+                self.anchors.popitem(last=False)
+        return self.anchors[u]
+
+    def _allocate(self, i: int, j: int, others: list[int], given: set | None) -> tuple:
+        """Sequential allocation of ``others`` to the sides of anchors ``i`` and ``j`` (Dahl,
+        2003): in random order, user ``k`` joins side ``a`` with probability
+        ``∝ |S_a| p(D_k | S_a)``, the ADF evidence of ``D_k`` under a Gaussian belief about
+        side ``a``'s utility that starts at the anchor's own EP posterior and is filtered
+        (ADF) through the comparisons of every user allocated to it. With ``given`` (the
+        members of ``i``'s side in an existing split) nothing is drawn and the probability of
+        that allocation is computed instead. Returns ``(side of i, side of j, log q)``.
+        """
+        data, alpha = self.data, self.settings.alpha
+        beliefs = []
+        for anchor in (self._anchor(i), self._anchor(j)):
+            beliefs.append((anchor.posterior.mean[None], anchor.posterior.cov[None]))
+        sides, log_q = ({i}, {j}), 0.0
+        for k in self.rng.permutation(np.asarray(others, dtype=np.int64)).tolist():
+            mean = np.concatenate([b[0] for b in beliefs])
+            cov = np.concatenate([b[1] for b in beliefs])
+            log_ev, new_mean, new_cov = adf_filter(mean, cov, data.global_pairs[k], alpha)
+            log_w = log_ev + np.log([len(sides[0]), len(sides[1])])
+            p_first = 1.0 / (1.0 + np.exp(np.clip(log_w[1] - log_w[0], -700.0, 700.0)))
+            first = (k in given) if given is not None else self.rng.random() < p_first
+            a = 0 if first else 1
+            with np.errstate(divide="ignore"):
+                log_q += float(np.log(p_first if first else 1.0 - p_first))
+            sides[a].add(k)
+            beliefs[a] = (new_mean[a : a + 1], new_cov[a : a + 1])
+        return sides[0], sides[1], log_q
+
+    def _split_merge(self) -> bool:
+        """One Metropolis–Hastings split–merge move (Jain & Neal, 2004) on the target
+        ``p(z | D) ∝ CRP(z | λ) Π_c Z_EP(D_c)``.
+
+        Two users ``i ≠ j`` are drawn uniformly. In different communities, merging them is
+        proposed; in the same community ``M``, a split: ``i`` and ``j`` anchor two sides and
+        the other members are allocated sequentially (:meth:`_allocate`), with probability
+        ``q`` of the split computed exactly in both directions. A split of ``M`` into
+        ``S_i, S_j`` is accepted with probability
+        ``min(1, λ Γ(|S_i|) Γ(|S_j|) / Γ(|M|) · Z(S_i) Z(S_j) / Z(M) / q)``, a merge with the
+        inverse ratio. Single-user Gibbs moves take very long to undo a split of one taste
+        into two self-consistent halves; this move does it at once.
+        """
+        data, z = self.data, self.z
+        if data.n_users < 2:
+            return False
+        i, j = (int(v) for v in self.rng.choice(data.n_users, size=2, replace=False))
+        ci, cj = int(z[i]), int(z[j])
+        merged = self.members[ci] | self.members[cj]
+        others = sorted(merged - {i, j})
+        given = None if ci == cj else self.members[ci]
+        part_i, part_j, log_q = self._allocate(i, j, others, given)
+        log_crp = np.log(self.lam) + gammaln(len(part_i)) + gammaln(len(part_j))
+        log_crp -= gammaln(len(merged))
+        if ci == cj:
+            whole = self.communities[ci]
+            split = (self._fit(part_i, whole), self._fit(part_j, whole))
+            log_ratio = log_crp + split[0].log_marginal + split[1].log_marginal
+            log_ratio -= whole.log_marginal + log_q
+        else:
+            split = (self.communities[ci], self.communities[cj])
+            whole = self._fit(merged, *split)
+            log_ratio = whole.log_marginal - split[0].log_marginal - split[1].log_marginal
+            log_ratio += log_q - log_crp
+        if not np.log(self.rng.random()) < log_ratio:
+            return False
+        if ci == cj:
+            new = self._new_label()
+            self.communities[ci], self.communities[new] = split
+            self.members[ci], self.members[new] = part_i, part_j
+            z[list(part_j)] = new
+        else:
+            self.communities[ci] = whole
+            self.members[ci] = merged
+            z[list(part_j)] = ci
+            del self.communities[cj], self.members[cj]
+        return True
+
+    def sweep(self) -> float:
+        if self.settings.sampler == "blocked":
+            self._sweep_blocked()
+        else:
+            self._sweep_collapsed()
+        for _ in range(self.settings.split_merge):
+            self.n_split_merge_accepted += self._split_merge()
+        k = len(self.communities)
+        if self.settings.concentration_prior is not None:
+            shape, rate = self.settings.concentration_prior
+            self.lam = sample_concentration(self.lam, k, self.data.n_users, shape, rate, self.rng)
+        return float(k)
+
+    def version_of_users(self, store: dict) -> np.ndarray:
+        """Each user's community version; records the sites of versions not yet stored."""
+        out = np.empty(self.data.n_users, dtype=np.int64)
+        for c, community in self.communities.items():
+            if community.version not in store:
+                store[community.version] = (
+                    community.pairs.left,
+                    community.pairs.right,
+                    community.tau,
+                    community.nu,
+                )
+            out[list(self.members[c])] = community.version
+        return out
+
+
+def run_chain(
+    data: UserData,
+    settings: SamplerSettings,
+    rng: np.random.Generator,
+    *,
+    n_sweeps: int,
+    burn_in: int,
+    thin: int,
+    n_predictive: int,
+    progress: bool = False,
+    desc: str = "Gibbs sweeps",
+) -> ChainResult:
+    """Run one chain for ``n_sweeps`` sweeps; keep every ``thin``-th draw after ``burn_in``,
+    and the community posteriors of ``n_predictive`` of them (evenly spaced)."""
+    chain = _Chain(data, settings, rng)
+    kept = np.arange(burn_in, n_sweeps, thin)
+    spaced = np.unique(np.linspace(0, len(kept) - 1, n_predictive).round().astype(np.int64))
+    predictive = set(kept[spaced].tolist())
+    memberships, sizes, lams, pred, pred_lams = [], [], [], [], []
+    versions: dict[int, tuple] = {}
+
+    def step(iteration: int) -> float:
+        k = chain.sweep()
+        if iteration >= burn_in and (iteration - burn_in) % thin == 0:
+            memberships.append(chain.z.copy())
+            sizes.append(int(k))
+            lams.append(chain.lam)
+            if iteration in predictive:
+                pred.append(chain.version_of_users(versions))
+                pred_lams.append(chain.lam)
+        return k
+
+    result = run_iterations(step, max_iter=n_sweeps, progress=progress, desc=desc)
+    return ChainResult(
+        memberships=np.array(memberships, dtype=np.int64).reshape(-1, data.n_users),
+        n_communities=np.array(sizes, dtype=np.int64),
+        concentration=np.array(lams),
+        predictive=np.array(pred, dtype=np.int64).reshape(-1, data.n_users),
+        predictive_concentration=np.array(pred_lams),
+        versions=versions,
+        history=result.history,
+        n_ep_unconverged=chain.n_ep_unconverged,
+        n_split_merge_accepted=chain.n_split_merge_accepted,
+    )
