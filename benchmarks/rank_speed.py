@@ -81,8 +81,10 @@ SPEED_TARGET = 20.0  # PlackettLuceMM vs choix ILSR on the larger BT size
 VI_TARGET = 30.0  # seconds
 AGREE_TOL = 1e-6  # max |Δ centred log-score| between crowdbayes and choix ILSR
 # choix MM stops at a mean change of 1e-8 per iteration while converging slowly, so its own
-# error is larger (see the ML residual column): a looser bound against it
-AGREE_TOL_MM = 1e-5
+# error is larger (see the ML residual column): its difference is reported, not judged; the
+# agreement with choix MM run to convergence (tol 1e-13) is a unit test
+# (tests/test_plackett_luce.py::test_mm_agrees_with_choix)
+AGREE_TOL_MM = None
 
 BT_FITS = {
     # key -> (row label, library)
@@ -499,6 +501,15 @@ def run_bt(args) -> tuple[list[str], list[str], list[str]]:
                     )
                     continue
                 diff = _max_diff(cb, ref)
+                if limit is None:
+                    checks.append(
+                        f"INFO: {n:,}/{m:,} crowdbayes `PlackettLuceMM` vs "
+                        f"{BT_FITS[ref_key][0]} at choix's default stopping rule: max |Δ centred "
+                        f"log-score| = {diff:.1e}; ML-equation residual {cb['residual']:.1e} "
+                        f"vs {ref['residual']:.1e} (choix MM stops early; run to tol 1e-13 it "
+                        "agrees to 1e-6, see the unit tests)"
+                    )
+                    continue
                 ok = diff <= limit or reg > 0
                 checks.append(
                     f"{_verdict(ok)}: {n:,}/{m:,} crowdbayes `PlackettLuceMM` vs "

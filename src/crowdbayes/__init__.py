@@ -12,7 +12,7 @@ from .exceptions import (
 )
 from .models.clustering import LinkClustering
 from .models.communities import CommunityPreferences
-from .models.gp_preference import GPPreferenceEP
+from .models.gp_preference import GPPL, GPPLVI, CrowdGPPL, GPPreferenceEP
 from .models.labels import (
     BayesianDawidSkene,
     CommunityDawidSkene,
@@ -39,6 +39,9 @@ __all__ = [
     "Rankings",
     "Comparisons",
     "GPPreferenceEP",
+    "GPPL",
+    "GPPLVI",
+    "CrowdGPPL",
     "CommunityPreferences",
     "Links",
     "LinkClustering",

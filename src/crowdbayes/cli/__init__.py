@@ -6,6 +6,9 @@
     crowdbayes rank fit RANKINGS [--items ITEMS] [--model pl-vi|pl-map|pl-mm|pl-gibbs]
                              [--save MODEL] [--out SCORES]
     crowdbayes rank predict MODEL --pairs PAIRS [--items ITEMS] --out P
+    crowdbayes prefs fit COMPARISONS --items ITEMS [--workers WORKERS]
+                         [--model gppl|crowdgppl|gppl-vi|ep] --save MODEL [--out UTILITIES]
+    crowdbayes prefs predict MODEL --pairs PAIRS [--items ITEMS] [--workers WORKERS] --out P
     crowdbayes datasets list
 
 Each command family lives in its own module with a ``register(commands)`` function that adds its
@@ -23,12 +26,12 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from . import datasets, labels, rank
+from . import datasets, labels, prefs, rank
 from ._common import EXIT_ERROR, CommandError
 
 __all__ = ["main", "CommandError", "EXIT_ERROR"]
 
-_FAMILIES = (labels, rank, datasets)
+_FAMILIES = (labels, rank, prefs, datasets)
 
 
 def _parser() -> argparse.ArgumentParser:

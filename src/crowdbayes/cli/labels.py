@@ -15,7 +15,7 @@ from ..models.labels import (
     HierarchicalAnnotation,
     MajorityVote,
 )
-from ._common import show_progress
+from ._common import CommandError, show_progress
 
 LABEL_MODELS = {
     "mv": "majority vote (seeded random ties)",
@@ -60,6 +60,40 @@ def register(commands) -> None:
         "--hyperprior", choices=["sample", "moment", "fixed"], help="hierarchical hyperpriors"
     )
     fit.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None)
+    scale = fit.add_argument_group("scale (mv, ds, bayes-ds)")
+    scale.add_argument(
+        "--backend",
+        choices=["memory", "dask"],
+        default="memory",
+        help="memory (default), or dask: INPUT is a Parquet file, directory or glob, fitted on "
+        "a Dask cluster; --out is a directory of per-partition Parquet files",
+    )
+    scale.add_argument("--scheduler", help="address of a running Dask scheduler (tcp://host:port)")
+    scale.add_argument(
+        "--workers", type=int, default=2, help="local Dask worker processes (default 2)"
+    )
+    scale.add_argument(
+        "--grouped",
+        action="store_true",
+        help="dask: each task's labels are in one file already (skip the shuffle by task)",
+    )
+    scale.add_argument(
+        "--out-of-core",
+        action="store_true",
+        help="dask: re-read the input every iteration instead of keeping it in worker memory "
+        "(needs --grouped)",
+    )
+    scale.add_argument("--save-model", help="save the fitted model here (.npz, no pickle)")
+    scale.add_argument(
+        "--init-model",
+        help="continue from a model saved with --save-model: a warm start on INPUT (all labels)",
+    )
+    scale.add_argument(
+        "--partial",
+        action="store_true",
+        help="with --init-model: INPUT holds only new tasks' labels; update the saved model "
+        "without revisiting the old labels (memory backend)",
+    )
     fit.set_defaults(handler=_labels_fit)
 
 
@@ -108,14 +142,19 @@ def _load_inputs(args: argparse.Namespace) -> tuple[Labels, pd.Series | None, st
         data, name = args.input, str(args.input)
     labels = Labels(data, gold=args.gold, **options)
     if args.eval_gold is not None:
-        table = read_table(args.eval_gold, what="eval-gold", id_columns=(args.task_column,))
-        for column in (args.task_column, args.label_column):
-            if column not in table.columns:
-                raise ValueError(
-                    f"eval-gold: column {column!r} is missing; got {list(map(str, table.columns))}"
-                )
-        eval_gold = table.set_index(args.task_column)[args.label_column]
+        eval_gold = _task_labels(args.eval_gold, "eval-gold", args)
     return labels, eval_gold, name
+
+
+def _task_labels(path: str, what: str, args: argparse.Namespace) -> pd.Series:
+    """A ``task, label`` table as a Series of labels indexed by task."""
+    table = read_table(path, what=what, id_columns=(args.task_column,))
+    for column in (args.task_column, args.label_column):
+        if column not in table.columns:
+            raise ValueError(
+                f"{what}: column {column!r} is missing; got {list(map(str, table.columns))}"
+            )
+    return table.set_index(args.task_column)[args.label_column]
 
 
 def _summary(model, labels: Labels, eval_gold: pd.Series | None, name: str, seconds: float) -> str:
@@ -168,19 +207,128 @@ def _task_table(model) -> pd.DataFrame:
     return table
 
 
+def _check_scale_options(args: argparse.Namespace) -> None:
+    statistics_models = ("mv", "ds", "bayes-ds")
+    if args.backend == "dask" or args.save_model or args.init_model:
+        if args.model not in statistics_models:
+            what = "--backend dask" if args.backend == "dask" else "--save-model/--init-model"
+            raise CommandError(
+                f"{what} works with --model {', '.join(statistics_models)}; got {args.model}"
+            )
+    if (args.save_model or args.init_model) and args.model == "mv":
+        raise CommandError("--save-model/--init-model need an iterative model (ds or bayes-ds)")
+    if args.partial and not args.init_model:
+        raise CommandError("--partial needs --init-model (the model to update)")
+    if args.backend == "memory":
+        for flag in ("scheduler", "grouped", "out_of_core"):
+            if getattr(args, flag):
+                option = "--" + flag.replace("_", "-")
+                raise CommandError(f"{option} needs --backend dask")
+        return
+    if args.dataset is not None:
+        raise CommandError("--backend dask reads a Parquet INPUT, not --dataset")
+    if args.out is None:
+        raise CommandError("--backend dask needs --out DIRECTORY for the per-task results")
+    if args.eval_gold is not None:
+        raise CommandError("--eval-gold needs --backend memory (dask keeps tasks on disk)")
+    if args.duplicates != "keep":
+        raise CommandError("--backend dask counts repeated task-worker pairs as votes (keep)")
+    if args.partial:
+        raise CommandError("--partial needs --backend memory")
+    if args.out_of_core and not args.grouped:
+        raise CommandError("--out-of-core needs --grouped (a shuffle would repeat every pass)")
+    if args.workers < 1:
+        raise CommandError(f"--workers must be at least 1; got {args.workers}")
+
+
 def _labels_fit(args: argparse.Namespace) -> None:
     import time
 
+    _check_scale_options(args)
+    if args.backend == "dask":
+        _labels_fit_dask(args)
+        return
     labels, eval_gold, name = _load_inputs(args)
     progress = show_progress(args.progress)
     model = _make_model(args, progress)
     start = time.perf_counter()
-    model.fit(labels)
+    if args.partial:
+        from ..models.labels import load_label_model
+
+        model = load_label_model(args.init_model)
+        if type(model) is not type(_make_model(args, progress)):
+            raise CommandError(
+                f"--init-model holds a {type(model).__name__}; --model {args.model} differs"
+            )
+        model.set_params(progress=progress)
+        if args.max_iter is not None:
+            model.set_params(max_iter=args.max_iter)
+        model.partial_fit(labels)
+    elif args.init_model:
+        model.fit(labels, init=args.init_model)
+    else:
+        model.fit(labels)
     seconds = time.perf_counter() - start
     outputs = []
     if args.out:
         outputs.append((args.out, table_writer(_task_table(model))))
     if args.workers_out:
         outputs.append((args.workers_out, table_writer(model.worker_table(), index=False)))
+    if args.save_model:
+        outputs.append((args.save_model, model.save))
     write_atomically(outputs)
     print(_summary(model, labels, eval_gold, name, seconds))
+
+
+def _labels_fit_dask(args: argparse.Namespace) -> None:
+    import sys
+    import time
+
+    from ..distributed import fit_distributed
+
+    model = _make_model(args, progress=False)
+    gold = None if args.gold is None else _task_labels(args.gold, "gold", args)
+
+    def report(iteration: int, objective: float | None, seconds: float) -> None:
+        value = "" if objective is None else f" objective {objective:.10g}"
+        print(f"iteration {iteration}:{value} ({seconds:.2f} s)", file=sys.stderr, flush=True)
+
+    start = time.perf_counter()
+    result = fit_distributed(
+        model,
+        args.input,
+        out=args.out,
+        scheduler=args.scheduler,
+        n_workers=args.workers,
+        task=args.task_column,
+        worker=args.worker_column,
+        label=args.label_column,
+        classes=_parse_classes(args.classes),
+        gold=gold,
+        grouped=args.grouped,
+        persist=not args.out_of_core,
+        init=args.init_model,
+        on_iteration=report,
+    )
+    seconds = time.perf_counter() - start
+    outputs = []
+    if args.workers_out:
+        outputs.append((args.workers_out, table_writer(model.worker_table(), index=False)))
+    if args.save_model:
+        outputs.append((args.save_model, model.save))
+    write_atomically(outputs)
+    print(_dask_summary(result, args.input, seconds))
+
+
+def _dask_summary(result, name: str, seconds: float) -> str:
+    model = result.model
+    converged = "converged" if model.converged_ else "not converged"
+    lines = [
+        f"{type(model).__name__} on {name} (dask, {result.n_partitions} partitions): "
+        f"{result.n_labels} labels, {result.n_tasks} tasks, {result.n_workers} workers, "
+        f"classes {list(model.classes_)}",
+        f"fit in {seconds:.2f} s: {model.n_iter_} iterations, {converged}",
+        "prevalence  " + ", ".join(f"{k}: {v:.3f}" for k, v in model.prevalence_.items()),
+        f"tasks       written to {result.out}",
+    ]
+    return "\n".join(lines)

@@ -1,0 +1,275 @@
+"""``crowdbayes prefs fit`` and ``crowdbayes prefs predict``: GP preference learning from
+pairwise comparisons (GPPL, crowdGPPL, EP).
+
+crowdbayes prefs fit COMPARISONS --items ITEMS [--workers WORKERS]
+                     [--model gppl|crowdgppl|gppl-vi|ep] --save MODEL [--out UTILITIES]
+crowdbayes prefs predict MODEL --pairs PAIRS [--items ITEMS] [--workers WORKERS] --out P
+
+COMPARISONS is a ``worker,left,right,label`` table (``label`` = the preferred item's id or
+``equal``; ``worker`` optional). PAIRS is ``left,right`` with an optional ``worker`` column:
+with a crowdGPPL model a row with a worker gets that worker's personal probability, a row
+without one (or with a worker not seen in fit and not described by ``--workers``) the
+consensus probability (with a warning giving the count); other models pool all workers and
+ignore the column (with a warning). The output is PAIRS plus ``p_left``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+import warnings
+
+import numpy as np
+import pandas as pd
+
+from .._persist import load_arrays
+from ..data._io import read_table, table_writer, write_atomically
+from ..data.comparisons import Comparisons
+from ..exceptions import DataWarning
+from ..models.communities import CommunityPreferences, communities_table
+from ..models.gp_preference import GPPL, GPPLVI, CrowdGPPL, GPPreferenceEP
+from ._common import CommandError, show_progress
+from .rank import _ids_like
+
+PREFS_MODELS = {
+    "gppl": "GPPL by stochastic variational inference with inducing points (default)",
+    "crowdgppl": "crowdGPPL: consensus plus personal preferences of each worker (SVI)",
+    "gppl-vi": "GPPL by full-batch variational inference (small data)",
+    "ep": "GP preference learning by expectation propagation (small data)",
+    "dpm-gp": "communities of preferences: Dirichlet-process mixture of GPs (EP + Gibbs)",
+}
+_CLASSES = {
+    cls.__name__: cls for cls in (GPPL, GPPLVI, CrowdGPPL, GPPreferenceEP, CommunityPreferences)
+}
+
+
+def register(commands) -> None:
+    """Add the ``prefs`` command to the top-level sub-parsers."""
+    prefs = commands.add_parser("prefs", help="utilities from pairwise comparisons (GP models)")
+    actions = prefs.add_subparsers(dest="action", required=True)
+    fit = actions.add_parser(
+        "fit",
+        help="fit a GP preference model",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="models:\n" + "\n".join(f"  {k:<10} {v}" for k, v in PREFS_MODELS.items()),
+    )
+    fit.add_argument("comparisons", help="worker,left,right,label table (label = preferred id)")
+    fit.add_argument("--items", required=True, help="item features: an item column + numbers")
+    fit.add_argument("--workers", help="worker features (crowdgppl): a worker column + numbers")
+    fit.add_argument("--model", choices=list(PREFS_MODELS), default="gppl")
+    fit.add_argument("--save", required=True, help="write the fitted model here (.npz, safe)")
+    fit.add_argument("--out", help="also write the items' utilities (consensus) here")
+    fit.add_argument("--components", type=int, default=20, help="crowdgppl: latent components")
+    fit.add_argument("--inducing", type=int, default=200, help="inducing points (gppl, crowd)")
+    fit.add_argument("--batch-size", type=int, default=None, help="pairs per SVI iteration")
+    fit.add_argument("--max-iter", type=int, default=None, help="iterations (default per model)")
+    fit.add_argument(
+        "--lengthscale",
+        default="median",
+        help="'median', 'scaled_median' (high-dimensional features) or a number",
+    )
+    fit.add_argument("--ties", choices=["drop", "half"], default="drop")
+    fit.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    fit.add_argument("--item-column", default="item")
+    fit.add_argument("--worker-column", default="worker")
+    fit.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None)
+    fit.set_defaults(handler=_prefs_fit)
+
+    predict = actions.add_parser("predict", help="P(left preferred to right) from a saved model")
+    predict.add_argument("model", help="a model file written by `crowdbayes prefs fit --save`")
+    predict.add_argument("--pairs", required=True, help="left,right[,worker] table of ids")
+    predict.add_argument("--items", help="features of items not seen in fit")
+    predict.add_argument("--workers", help="features of workers not seen in fit (crowdgppl)")
+    predict.add_argument("--item-column", default="item")
+    predict.add_argument("--worker-column", default="worker")
+    predict.add_argument("--out", required=True, help="output: the pairs plus p_left")
+    predict.set_defaults(handler=_prefs_predict)
+
+    communities = actions.add_parser(
+        "communities", help="each worker's community from a saved dpm-gp model"
+    )
+    communities.add_argument("model", help="a model file written by `prefs fit --model dpm-gp`")
+    communities.add_argument("--out", required=True, help="worker,community,size,confidence,...")
+    communities.set_defaults(handler=_prefs_communities)
+
+
+def _lengthscale(text: str) -> str | float:
+    if text in ("median", "scaled_median"):
+        return text
+    try:
+        value = float(text)
+    except ValueError:
+        raise CommandError(
+            f"--lengthscale must be 'median', 'scaled_median' or a number; got {text!r}"
+        ) from None
+    if not value > 0:
+        raise CommandError(f"--lengthscale must be positive; got {text}")
+    return value
+
+
+def _make_model(args: argparse.Namespace, progress: bool):
+    lengthscale = _lengthscale(args.lengthscale)
+    if args.workers is not None and args.model != "crowdgppl":
+        raise CommandError(f"--workers applies to crowdgppl, not {args.model}")
+    iterations = {} if args.max_iter is None else {"max_iter": args.max_iter}
+    if args.model == "ep":
+        return GPPreferenceEP(lengthscale=lengthscale, ties=args.ties, progress=progress)
+    if args.model == "dpm-gp":
+        return CommunityPreferences(
+            lengthscale=lengthscale, ties=args.ties, random_state=args.seed, progress=progress
+        )
+    if args.model == "gppl-vi":
+        return GPPLVI(lengthscale=lengthscale, ties=args.ties, progress=progress, **iterations)
+    options = {
+        "lengthscale": lengthscale,
+        "n_inducing": args.inducing,
+        "ties": args.ties,
+        "random_state": args.seed,
+        "progress": progress,
+        **iterations,
+    }
+    if args.batch_size is not None:
+        options["batch_size"] = args.batch_size
+    if args.model == "gppl":
+        return GPPL(**options)
+    return CrowdGPPL(args.components, **options)
+
+
+def _prefs_fit(args: argparse.Namespace) -> None:
+    progress = show_progress(args.progress)
+    model = _make_model(args, progress)
+    data = Comparisons(
+        args.comparisons,
+        items=args.items,
+        workers=args.workers,
+        item_column=args.item_column,
+        worker_column=args.worker_column,
+    )
+    start = time.perf_counter()
+    model.fit(data)
+    seconds = time.perf_counter() - start
+    if isinstance(model, CommunityPreferences):
+        utilities = _community_columns(model).rename_axis(args.item_column)
+    else:
+        utilities = model.utility_.rename_axis(args.item_column)
+    outputs = [(args.save, model.save)]
+    if args.out:
+        outputs.append((args.out, table_writer(utilities)))
+    write_atomically(outputs)
+    name = type(model).__name__
+    if isinstance(model, CommunityPreferences):
+        status = f"{model.n_chains} chains x {model.n_sweeps} sweeps"
+    else:
+        status = f"{model.n_iter_} iterations" + ("" if model.converged_ else " (not converged)")
+    print(
+        f"{name}: {data.n_comparisons} comparisons of {data.n_items} items by "
+        f"{data.n_workers} workers; fit in {seconds:.2f} s, {status}"
+    )
+    if isinstance(model, CommunityPreferences):
+        sizes = pd.Series(model.partition_).value_counts()
+        print(f"communities: {len(sizes)} (sizes {', '.join(map(str, sizes))})")
+    else:
+        top = utilities["mean"].sort_values(ascending=False).index[:5]
+        print(f"top items: {', '.join(map(str, top))}")
+    print(f"saved {args.save}")
+
+
+def _load_model(path: str):
+    kind, _, _ = load_arrays(path)
+    if kind not in _CLASSES:
+        raise CommandError(f"{path} holds a {kind} model, not a GP preference model")
+    return _CLASSES[kind].load(path)
+
+
+def _feature_frame(path: str | None, column: str, what: str) -> pd.DataFrame | None:
+    if path is None:
+        return None
+    table = read_table(path, what=what, id_columns=(column,))
+    if column not in table.columns:
+        raise ValueError(
+            f"{what}: column {column!r} is missing; got {list(map(str, table.columns))}"
+        )
+    return table.set_index(column)
+
+
+def _prefs_predict(args: argparse.Namespace) -> None:
+    model = _load_model(args.model)
+    pairs = read_table(args.pairs, what="pairs", id_columns=("left", "right", args.worker_column))
+    for column in ("left", "right"):
+        if column not in pairs.columns:
+            raise ValueError(
+                f"pairs: column {column!r} is missing; got {list(map(str, pairs.columns))}"
+            )
+    items = _feature_frame(args.items, args.item_column, "items")
+    left, right = _ids_like(pairs["left"], model), _ids_like(pairs["right"], model)
+    result = pairs.copy()
+    has_workers = args.worker_column in pairs.columns
+    if isinstance(model, CommunityPreferences):
+        if args.items is not None or args.workers is not None:
+            raise CommandError("dpm-gp models predict items and workers seen in fit only")
+        p = model.predict_proba(left, right).to_numpy().copy()
+        if has_workers:
+            given = pairs[args.worker_column].notna().to_numpy()
+            if given.any():
+                workers = _worker_ids(pairs[args.worker_column][given], model)
+                p[given] = model.predict_proba(left[given], right[given], worker=workers)
+    elif isinstance(model, CrowdGPPL):
+        p = model.predict_proba(left, right, items).to_numpy().copy()
+        if has_workers:
+            given = pairs[args.worker_column].notna().to_numpy()
+            if given.any():
+                workers = _worker_ids(pairs[args.worker_column][given], model)
+                personal = model.predict_proba(
+                    left[given],
+                    right[given],
+                    items,
+                    workers=workers,
+                    worker_features=_feature_frame(args.workers, args.worker_column, "workers"),
+                )
+                p[given] = personal.to_numpy()
+    else:
+        if args.workers is not None:
+            raise CommandError(f"{type(model).__name__} uses no worker features; drop --workers")
+        if has_workers:
+            warnings.warn(
+                f"{type(model).__name__} pools all workers: column {args.worker_column!r} of "
+                "PAIRS is ignored (fit --model crowdgppl for personal predictions)",
+                DataWarning,
+                stacklevel=2,
+            )
+        p = model.predict_proba(left, right, items).to_numpy()
+    result["p_left"] = p
+    write_atomically([(args.out, table_writer(result, index=False))])
+    print(f"wrote {len(result)} pair probabilities to {args.out}")
+
+
+def _prefs_communities(args: argparse.Namespace) -> None:
+    model = _load_model(args.model)
+    if not isinstance(model, CommunityPreferences):
+        raise CommandError(f"{args.model} holds a {type(model).__name__}, not a dpm-gp model")
+    table = communities_table(model)
+    write_atomically([(args.out, table_writer(table))])
+    sizes = table["community"].value_counts()
+    print(
+        f"{len(table)} workers in {len(sizes)} communities (sizes {', '.join(map(str, sizes))}); "
+        f"wrote {args.out}"
+    )
+
+
+def _community_columns(model: CommunityPreferences) -> pd.DataFrame:
+    """Utilities for ``--out``: one ``mean_<c>``, ``sd_<c>`` column pair per community."""
+    wide = model.community_utility_.unstack("community")
+    wide.columns = [f"{stat}_{community}" for stat, community in wide.columns]
+    return wide
+
+
+def _worker_ids(column: pd.Series, model) -> np.ndarray:
+    """Worker ids read from a file are text; match the model's when those are integers."""
+    if pd.api.types.is_integer_dtype(model.worker_ids_) and not pd.api.types.is_integer_dtype(
+        column
+    ):
+        try:
+            return column.astype(np.int64).to_numpy()
+        except ValueError:
+            return column.to_numpy()
+    return column.to_numpy()

@@ -1,0 +1,192 @@
+"""crowdGPPL on data simulated with planted worker groups: consensus, personal predictions,
+workers' latent vectors, worker features, the fallback for unseen workers, persistence."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy.special import ndtr
+from scipy.stats import spearmanr
+
+from crowdbayes.exceptions import DataWarning, NotFittedError
+from crowdbayes.kernels import Matern32
+from crowdbayes.models.gp_preference import GPPL, CrowdGPPL
+
+KERNEL = Matern32([1.0, 1.0])
+
+
+def simulate(n_items=40, n_workers=12, n_pairs=900, seed=1):
+    """Consensus t and one personal component v from the GP prior; two planted groups of
+    workers (two thirds with w = +1, one third with w = -2, so w averages zero) whose personal
+    utilities t + v w disagree; biased comparisons by random workers."""
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(0, 3, (n_items, 2))
+    L = np.linalg.cholesky(KERNEL(X) + 1e-8 * np.eye(n_items))
+    t = L @ rng.standard_normal(n_items)
+    v = 2.0 * L @ rng.standard_normal(n_items)
+    group = np.arange(n_workers) >= 2 * n_workers // 3
+    w = np.where(group, -2.0, 1.0)
+    F = t[:, None] + v[:, None] * w[None, :]
+    left = rng.integers(0, n_items, n_pairs)
+    right = rng.integers(0, n_items, n_pairs)
+    keep = left != right
+    left, right = left[keep], right[keep]
+    worker = rng.integers(0, n_workers, len(left))
+    won = rng.random(len(left)) < ndtr((F[left, worker] - F[right, worker]) / np.sqrt(2))
+    comparisons = pd.DataFrame(
+        {
+            "worker": [f"w{j}" for j in worker],
+            "left": left,
+            "right": right,
+            "label": np.where(won, left, right),
+        }
+    )
+    items = pd.DataFrame(X, columns=["x0", "x1"], index=pd.RangeIndex(n_items, name="item"))
+    workers = pd.DataFrame(
+        {"g": group + 0.05 * rng.standard_normal(n_workers)},
+        index=pd.Index([f"w{j}" for j in range(n_workers)], name="worker"),
+    )
+    return comparisons, items, workers, t, F, group
+
+
+@pytest.fixture(scope="module")
+def data():
+    return simulate()
+
+
+@pytest.fixture(scope="module")
+def crowd(data):
+    comparisons, items, *_ = data
+    model = CrowdGPPL(
+        3, kernel=KERNEL, n_inducing=40, batch_size=None, max_iter=150, tol=None, random_state=0
+    )
+    return model.fit(comparisons, items)
+
+
+def test_consensus_beats_pooled_gppl_when_workers_disagree(data, crowd):
+    """The paper's simulation (a): with biased worker groups crowdGPPL's consensus is closer
+    to the truth than GPPL trained on all labels pooled."""
+    comparisons, items, _, t, _, _ = data
+    pooled = GPPL(kernel=KERNEL, n_inducing=40, batch_size=None, max_iter=150, tol=None)
+    pooled.fit(comparisons, items)
+    rho_crowd = spearmanr(crowd.consensus_["mean"], t)[0]
+    rho_pooled = spearmanr(pooled.utility_["mean"], t)[0]
+    assert rho_crowd >= 0.7
+    assert rho_crowd > rho_pooled + 0.1
+
+
+def test_personal_predictions_follow_each_group(data, crowd):
+    _, _, _, _, F, group = data
+    for j in (0, len(group) - 1):
+        personal = crowd.predict_utility(worker=f"w{j}")
+        assert spearmanr(personal["mean"], F[:, j])[0] >= 0.85
+        assert (
+            spearmanr(personal["mean"], F[:, j])[0]
+            > spearmanr(crowd.consensus_["mean"], F[:, j])[0] + 0.3
+        )
+        assert (personal["sd"] > 0).all()
+
+
+def test_worker_vectors_separate_the_planted_groups(data, crowd):
+    *_, group = data
+    main = crowd.component_scale_.idxmax()
+    # one component carries the planted structure; the others shrink (ARD)
+    assert crowd.component_scale_.drop(main).max() < 0.3 * crowd.component_scale_[main]
+    values = crowd.worker_factors_.loc[[f"w{j}" for j in range(len(group))], main].to_numpy()
+    a, b = values[~group], values[group]
+    assert np.sign(a).min() == np.sign(a).max() != np.sign(b).min() == np.sign(b).max()
+    assert crowd.item_factors_.shape == (40, 3)
+
+
+def test_predictions_for_items_nobody_compared(data, crowd):
+    _, items, *_ = data
+    new = pd.DataFrame({"x0": [0.3, 2.9], "x1": [1.5, 0.1]}, index=["n1", "n2"])
+    personal = crowd.predict_utility(new, worker="w0")
+    consensus = crowd.predict_utility(new)
+    assert list(personal.index) == ["n1", "n2"]
+    assert not np.allclose(personal["mean"], consensus["mean"])
+    # a new item near item 5 behaves like item 5 for worker w0
+    near = pd.DataFrame(items.loc[[5]].to_numpy() + 1e-4, columns=items.columns, index=["m"])
+    assert crowd.predict_utility(near, worker="w0")["mean"].iloc[0] == pytest.approx(
+        crowd.predict_utility([5], worker="w0")["mean"].iloc[0], abs=1e-2
+    )
+
+
+def test_pair_probabilities_personal_and_consensus(data, crowd):
+    comparisons, *_, F, _ = data
+    left, right = [0, 3, 7], [1, 4, 9]
+    consensus = crowd.predict_proba(left, right)
+    personal = crowd.predict_proba(left, right, workers=["w0", "w0", "w11"])
+    assert ((personal > 0) & (personal < 1)).all()
+    assert not np.allclose(consensus, personal)
+    with pytest.warns(DataWarning, match="1 row\\(s\\) name worker\\(s\\) not seen in fit"):
+        fallback = crowd.predict_proba(left, right, workers=["w0", "nobody", "w11"])
+    assert fallback.iloc[1] == pytest.approx(consensus.iloc[1])
+    assert fallback.iloc[0] == pytest.approx(personal.iloc[0])
+    with pytest.raises(ValueError, match="2 workers for 3 pairs"):
+        crowd.predict_proba(left, right, workers=["w0", "w1"])
+
+
+def test_accuracy_on_training_workers(data, crowd):
+    """Personal probabilities predict the workers' own labels better than the consensus."""
+    comparisons, *_ = data
+    rows = comparisons.iloc[:300]
+    personal = crowd.predict_proba(rows["left"], rows["right"], workers=rows["worker"])
+    consensus = crowd.predict_proba(rows["left"], rows["right"])
+    truth = (rows["label"] == rows["left"]).to_numpy()
+    acc_personal = np.mean((personal.to_numpy() > 0.5) == truth)
+    acc_consensus = np.mean((consensus.to_numpy() > 0.5) == truth)
+    assert acc_personal > acc_consensus + 0.1
+
+
+def test_worker_features_predict_new_workers(data):
+    comparisons, items, workers, _, F, group = data
+    model = CrowdGPPL(
+        2,
+        kernel=KERNEL,
+        worker_lengthscale=0.5,
+        n_inducing=40,
+        n_inducing_workers=6,
+        batch_size=None,
+        max_iter=120,
+        tol=None,
+        random_state=0,
+    ).fit(comparisons, items, workers)
+    newcomer = pd.DataFrame({"g": [1.0]}, index=pd.Index(["new"], name="worker"))
+    personal = model.predict_utility(worker="new", worker_features=newcomer)
+    # a newcomer with the features of the second group gets that group's preferences
+    assert spearmanr(personal["mean"], F[:, -1])[0] >= 0.8
+
+
+def test_minibatches_seeded(data):
+    comparisons, items, *_ = data
+    options = {"kernel": KERNEL, "n_inducing": 20, "batch_size": 200, "max_iter": 20, "tol": None}
+    a = CrowdGPPL(2, random_state=5, **options).fit(comparisons, items)
+    b = CrowdGPPL(2, random_state=5, **options).fit(comparisons, items)
+    pd.testing.assert_frame_equal(a.consensus_, b.consensus_)
+    pd.testing.assert_frame_equal(a.worker_factors_, b.worker_factors_)
+
+
+@pytest.mark.parametrize("with_worker_features", [False, True])
+def test_save_and_load_round_trip(data, tmp_path, with_worker_features):
+    comparisons, items, workers, *_ = data
+    model = CrowdGPPL(2, n_inducing=10, n_inducing_workers=4, max_iter=5, tol=None)
+    model.fit(comparisons, items, workers if with_worker_features else None)
+    path = tmp_path / "crowd.npz"
+    model.save(path)
+    back = CrowdGPPL.load(path)
+    pd.testing.assert_frame_equal(back.consensus_, model.consensus_)
+    pd.testing.assert_frame_equal(back.worker_factors_, model.worker_factors_)
+    pd.testing.assert_series_equal(
+        back.predict_proba([0, 2], [1, 3], workers=["w0", "w5"]),
+        model.predict_proba([0, 2], [1, 3], workers=["w0", "w5"]),
+    )
+
+
+def test_errors(data):
+    comparisons, items, *_ = data
+    with pytest.raises(NotFittedError, match="CrowdGPPL is not fitted yet"):
+        CrowdGPPL().predict_utility()
+    with pytest.raises(ValueError, match="n_components must be a positive integer"):
+        CrowdGPPL(0).fit(comparisons, items)

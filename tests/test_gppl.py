@@ -1,0 +1,375 @@
+"""GPPL by SVI and full-batch VI: the pieces against closed forms and quadrature, SVI against
+VI, VI against EP and Laplace, recovery of simulated utilities, the length-scale gradient
+against finite differences, predictions, persistence and bad input."""
+
+from __future__ import annotations
+
+import re
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import integrate
+from scipy.special import ndtr
+from scipy.stats import norm, spearmanr
+
+from crowdbayes._persist import load_arrays
+from crowdbayes.exceptions import ConvergenceWarning, DataWarning, NotFittedError
+from crowdbayes.kernels import Matern32
+from crowdbayes.models.gp_preference import (
+    GPPL,
+    GPPLVI,
+    GammaFactor,
+    GaussianFactor,
+    GPPreferenceEP,
+    InducingProjection,
+    PairCounts,
+    beta_noise_variance,
+    laplace_approximation,
+    learning_rate,
+    natural_gradient_step,
+    probit_linearisation,
+)
+from crowdbayes.models.gp_preference.svi import gaussian_prior_kl
+
+# E[s] pinned at 1 (a tight gamma prior), so VI, EP and Laplace share the prior N(0, K)
+FIXED_SCALE = {"shape_s0": 1e5, "rate_s0": 1e5}
+
+
+def simulate(n_items=40, n_pairs=300, seed=0, lengthscale=1.0):
+    """Items with 2 features, utilities drawn from the GP prior, probit comparisons."""
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(0, 3, (n_items, 2))
+    K = Matern32([lengthscale, lengthscale])(X)
+    f = np.linalg.cholesky(K + 1e-8 * np.eye(n_items)) @ rng.standard_normal(n_items)
+    left = rng.integers(0, n_items, n_pairs)
+    right = rng.integers(0, n_items, n_pairs)
+    keep = left != right
+    left, right = left[keep], right[keep]
+    won = rng.random(len(left)) < ndtr((f[left] - f[right]) / np.sqrt(2))
+    comparisons = pd.DataFrame({"left": left, "right": right, "label": np.where(won, left, right)})
+    items = pd.DataFrame(X, columns=["x0", "x1"], index=pd.RangeIndex(n_items, name="item"))
+    return comparisons, items, f
+
+
+@pytest.fixture(scope="module")
+def small():
+    return simulate()
+
+
+@pytest.fixture(scope="module")
+def vi_fit(small):
+    comparisons, items, _ = small
+    return GPPLVI(kernel=Matern32([1.0, 1.0]), **FIXED_SCALE).fit(comparisons, items)
+
+
+# ---------------------------------------------------------------------- pure pieces
+def test_learning_rate():
+    assert learning_rate(1, 1.0, 0.7) == pytest.approx(2.0**-0.7)
+    assert learning_rate(10, 0.0, 1.0) == pytest.approx(0.1)
+    assert learning_rate(5, 3.0, 0.0) == 1.0
+
+
+def test_probit_linearisation_is_the_derivative():
+    d = np.array([-3.0, -0.4, 0.0, 1.2, 5.0])
+    alpha = np.sqrt(2) * 0.8
+    p, g = probit_linearisation(d, alpha)
+    h = 1e-6
+    numeric = (ndtr((d + h) / alpha) - ndtr((d - h) / alpha)) / (2 * h)
+    np.testing.assert_allclose(p, ndtr(d / alpha))
+    np.testing.assert_allclose(g, numeric, rtol=1e-6)
+
+
+@pytest.mark.parametrize("v", [0.05, 0.7, 4.0])
+def test_beta_noise_matches_prior_moments_by_quadrature(v):
+    """γ = λ match the prior variance of Φ(d/α), computed here by quadrature; Q is then the
+    beta-Bernoulli predictive variance (2020, Eq. 8)."""
+    alpha = np.sqrt(2)
+    second, _ = integrate.quad(
+        lambda d: ndtr(d / alpha) ** 2 * norm.pdf(d, 0, np.sqrt(v)), -np.inf, np.inf
+    )
+    var = second - 0.25
+    total = 0.25 / var - 1
+    for y in (0.0, 0.5, 1.0):
+        expected = (total / 2 + y) * (total / 2 + 1 - y) / (total + 1) ** 2
+        assert beta_noise_variance(np.array([v]), np.array([y]), alpha)[0] == pytest.approx(
+            expected, rel=1e-6
+        )
+
+
+def test_natural_gradient_step_full_step_is_the_conjugate_posterior():
+    """With ρ = 1 one step gives the exact posterior of a linear-Gaussian model; with ρ < 1
+    repeated steps on the same batch converge to it."""
+    rng = np.random.default_rng(3)
+    M, P = 5, 30
+    K = Matern32(1.0)(rng.uniform(0, 2, (M, 1))) + 0.1 * np.eye(M)
+    prior_prec = np.linalg.inv(K)
+    rows = rng.standard_normal((P, M))
+    noise = rng.uniform(0.5, 2.0, P)
+    u = rng.multivariate_normal(np.zeros(M), K)
+    y = rows @ u + rng.standard_normal(P) * np.sqrt(noise)
+    post_cov = np.linalg.inv(prior_prec + rows.T @ np.diag(1 / noise) @ rows)
+    post_mean = post_cov @ rows.T @ (y / noise)
+    start = GaussianFactor(prior_prec, np.zeros(M))
+    exact = natural_gradient_step(start, prior_prec, rows, 1 / noise, 1 / noise, y, 1.0)
+    np.testing.assert_allclose(exact.mean, post_mean, rtol=1e-7, atol=1e-9)
+    np.testing.assert_allclose(exact.cov, post_cov, rtol=1e-6, atol=1e-9)
+    factor = start
+    for n in range(1, 300):
+        rho = learning_rate(n, 1.0, 0.6)
+        factor = natural_gradient_step(factor, prior_prec, rows, 1 / noise, 1 / noise, y, rho)
+    np.testing.assert_allclose(factor.mean, post_mean, rtol=1e-3, atol=1e-4)
+
+
+def test_gamma_update_and_kl():
+    rng = np.random.default_rng(4)
+    M = 4
+    K = Matern32(1.0)(rng.uniform(0, 2, (M, 1))) + 0.1 * np.eye(M)
+    factor = GaussianFactor.from_moments(rng.standard_normal(M), 0.3 * np.eye(M))
+    prior = GammaFactor.prior(2.0, 3.0)
+    post = prior.update(np.linalg.inv(K), factor)
+    quad = np.trace(np.linalg.solve(K, factor.cov)) + factor.mean @ np.linalg.solve(K, factor.mean)
+    assert post.shape == pytest.approx(2.0 + M / 2)
+    assert post.rate == pytest.approx(3.0 + quad / 2)
+    # KL(q ‖ p) by Monte Carlo
+    s = np.random.default_rng(5).gamma(post.shape, 1 / post.rate, 400_000)
+    from scipy.stats import gamma
+
+    kl = np.mean(
+        gamma.logpdf(s, post.shape, scale=1 / post.rate) - gamma.logpdf(s, 2.0, scale=1 / 3)
+    )
+    assert post.kl() == pytest.approx(kl, abs=0.01)
+    assert prior.kl() == pytest.approx(0.0, abs=1e-12)
+
+
+# ---------------------------------------------------------------------- engines agree
+def test_svi_with_all_items_and_full_batches_converges_to_vi(small, vi_fit):
+    comparisons, items, _ = small
+    svi = GPPL(
+        kernel=Matern32([1.0, 1.0]),
+        n_inducing=len(items),
+        batch_size=None,
+        forgetting_rate=0.5,
+        tol=1e-9,
+        max_iter=1000,
+        random_state=0,
+        **FIXED_SCALE,
+    ).fit(comparisons, items)
+    assert svi.converged_ and vi_fit.converged_
+    assert len(svi.inducing_points_) == len(items)
+    np.testing.assert_allclose(svi.utility_["mean"], vi_fit.utility_["mean"], atol=1e-5)
+    np.testing.assert_allclose(svi.utility_["sd"], vi_fit.utility_["sd"], atol=1e-5)
+    assert svi.lower_bound_ == pytest.approx(vi_fit.lower_bound_, abs=1e-4)
+
+
+def test_svi_with_free_scale_converges_to_vi(small):
+    """The gamma scale updates agree too (prior Gamma(2, 2))."""
+    comparisons, items, _ = small
+    kernel = Matern32([1.0, 1.0])
+    vi = GPPLVI(kernel=kernel, tol=1e-10).fit(comparisons, items)
+    svi = GPPL(
+        kernel=kernel,
+        n_inducing=len(items),
+        batch_size=None,
+        forgetting_rate=0.5,
+        tol=1e-10,
+        max_iter=2000,
+    ).fit(comparisons, items)
+    assert svi.converged_
+    assert svi.scale_.mean == pytest.approx(vi.scale_.mean, rel=1e-6)
+    assert vi.scale_.mean != pytest.approx(1.0, rel=0.01)
+    np.testing.assert_allclose(svi.utility_["mean"], vi.utility_["mean"], atol=1e-5)
+
+
+def test_minibatch_svi_approaches_vi(small, vi_fit):
+    comparisons, items, _ = small
+    svi = GPPL(
+        kernel=Matern32([1.0, 1.0]),
+        n_inducing=len(items),
+        batch_size=60,
+        max_iter=600,
+        tol=None,
+        random_state=1,
+        **FIXED_SCALE,
+    ).fit(comparisons, items)
+    a, b = svi.utility_["mean"], vi_fit.utility_["mean"]
+    assert np.corrcoef(a, b)[0, 1] > 0.995
+    assert np.max(np.abs(a - b)) < 0.15 * np.max(np.abs(b))
+
+
+def test_vi_posterior_means_close_to_ep_and_laplace(small, vi_fit):
+    """The linearised likelihood shrinks utilities a little relative to EP (≈10% here);
+    the ordering and the shape agree closely."""
+    comparisons, items, _ = small
+    ep = GPPreferenceEP(kernel=Matern32([1.0, 1.0])).fit(comparisons, items)
+    codes = np.unique(comparisons[["left", "right"]].to_numpy())
+    K = Matern32([1.0, 1.0])(items.to_numpy()[codes])
+    data_left = np.searchsorted(codes, comparisons["left"].to_numpy())
+    data_right = np.searchsorted(codes, comparisons["right"].to_numpy())
+    outcome = np.where(comparisons["label"] == comparisons["left"], 1, -1)
+    laplace = laplace_approximation(K, PairCounts.from_comparisons(data_left, data_right, outcome))
+    vi = vi_fit.utility_["mean"].to_numpy()[codes]
+    for other in (ep.utility_["mean"].to_numpy()[codes], laplace.posterior.mean):
+        assert np.corrcoef(vi, other)[0, 1] > 0.995
+        assert spearmanr(vi, other)[0] > 0.99
+        assert np.max(np.abs(vi - other)) < 0.2 * np.max(np.abs(other))
+    np.testing.assert_allclose(
+        vi_fit.utility_["sd"].to_numpy()[codes], ep.utility_["sd"].to_numpy()[codes], rtol=0.15
+    )
+
+
+def test_recovers_simulated_utilities():
+    comparisons, items, f = simulate(n_items=80, n_pairs=2500, seed=7)
+    model = GPPL(n_inducing=40, batch_size=250, max_iter=300, tol=None, random_state=0)
+    model.fit(comparisons, items)
+    assert spearmanr(model.utility_["mean"], f)[0] >= 0.9
+
+
+def test_seeded_and_reproducible(small):
+    comparisons, items, _ = small
+    options = {"n_inducing": 15, "batch_size": 40, "max_iter": 30, "tol": None}
+    a = GPPL(random_state=3, **options).fit(comparisons, items).utility_
+    b = GPPL(random_state=3, **options).fit(comparisons, items).utility_
+    c = GPPL(random_state=4, **options).fit(comparisons, items).utility_
+    pd.testing.assert_frame_equal(a, b)
+    assert not np.allclose(a["mean"], c["mean"])
+
+
+# ---------------------------------------------------------------------- length-scales
+def test_bound_gradient_matches_finite_differences(vi_fit):
+    """With inducing points at the items (full-batch VI) the bound depends on θ only through
+    K_mm at fixed q, so the analytic gradient must match central differences of the bound."""
+    factor, scale, Z = vi_fit._factor, vi_fit.scale_, vi_fit.inducing_points_
+    log_ls = np.log([0.8, 1.3])
+
+    def bound(theta):
+        projection = InducingProjection(Matern32(np.exp(theta)), Z)
+        return vi_fit._bound(projection, factor, scale)
+
+    analytic = InducingProjection(Matern32(np.exp(log_ls)), Z).bound_gradient(factor, scale)
+    h = 1e-5
+    numeric = [(bound(log_ls + h * e) - bound(log_ls - h * e)) / (2 * h) for e in np.eye(2)]
+    np.testing.assert_allclose(analytic, numeric, rtol=1e-4, atol=1e-4)
+    # and of the prior term alone with inducing points that are not the items
+    Zs = Z[:7]
+
+    def neg_kl(theta):
+        projection = InducingProjection(Matern32(np.exp(theta)), Zs)
+        small = GaussianFactor.from_moments(factor.mean[:7], factor.cov[:7, :7])
+        return -gaussian_prior_kl(projection.chol, projection.K_inv, small, scale)
+
+    small = GaussianFactor.from_moments(factor.mean[:7], factor.cov[:7, :7])
+    analytic = InducingProjection(Matern32(np.exp(log_ls)), Zs).bound_gradient(small, scale)
+    numeric = [(neg_kl(log_ls + h * e) - neg_kl(log_ls - h * e)) / (2 * h) for e in np.eye(2)]
+    np.testing.assert_allclose(analytic, numeric, rtol=1e-4, atol=1e-6)
+
+
+def test_lengthscale_optimisation_raises_the_bound(small):
+    comparisons, items, _ = small
+    start = GPPLVI(kernel=Matern32([0.2, 0.2])).fit(comparisons, items)
+    tuned = GPPLVI(kernel=Matern32([0.2, 0.2]), optimize_lengthscale=True).fit(comparisons, items)
+    assert tuned.lower_bound_ > start.lower_bound_ + 1.0
+    assert (tuned.lengthscale_ > 0.2).all()
+
+
+# ---------------------------------------------------------------------- predictions
+def test_predictions_for_new_items_and_pairs(small, vi_fit):
+    comparisons, items, _ = small
+    new = pd.DataFrame({"x0": [0.5, 2.5], "x1": [1.0, 0.2]}, index=["n1", "n2"])
+    utility = vi_fit.predict_utility(new)
+    cov = vi_fit.predict_cov(new)
+    np.testing.assert_allclose(np.diag(cov), utility["sd"] ** 2, rtol=1e-8)
+    # far from every item the prior comes back: mean 0, variance 1/E[s]
+    far = vi_fit.predict_utility(pd.DataFrame({"x0": [100.0], "x1": [100.0]}, index=["far"]))
+    assert far["mean"].iloc[0] == pytest.approx(0.0, abs=1e-8)
+    assert far["sd"].iloc[0] ** 2 == pytest.approx(1 / vi_fit.scale_.mean, rel=1e-6)
+    # pair probabilities: the posterior variance of the difference pulls them toward ½
+    p = vi_fit.predict_proba([0, 1, "n1"], [1, 2, 0], items=new)
+    both = pd.concat([vi_fit.predict_utility([0, 1, 2]), utility])
+    cov_all = vi_fit.predict_cov(pd.concat([items.loc[[0, 1, 2]], new]))
+    for (a, b), value in p.items():
+        a_idx, b_idx = list(cov_all.index).index(a), list(cov_all.index).index(b)
+        var = (
+            cov_all.iloc[a_idx, a_idx] + cov_all.iloc[b_idx, b_idx] - 2 * cov_all.iloc[a_idx, b_idx]
+        )
+        diff = both.loc[a, "mean"] - both.loc[b, "mean"]
+        assert value == pytest.approx(ndtr(diff / np.sqrt(2 + var)), rel=1e-6)
+        assert abs(value - 0.5) < abs(ndtr(diff / np.sqrt(2)) - 0.5)
+
+
+def test_save_and_load_round_trip(small, tmp_path):
+    comparisons, items, _ = small
+    model = GPPL(n_inducing=12, batch_size=50, max_iter=40, tol=None, random_state=0)
+    model.fit(comparisons, items)
+    path = tmp_path / "gppl.npz"
+    model.save(path)
+    back = GPPL.load(path)
+    pd.testing.assert_frame_equal(back.utility_, model.utility_)
+    new = pd.DataFrame({"x0": [0.5], "x1": [1.0]}, index=["n1"])
+    pd.testing.assert_series_equal(
+        back.predict_proba([0, "n1"], [3, 2], items=new),
+        model.predict_proba([0, "n1"], [3, 2], items=new),
+    )
+    pd.testing.assert_series_equal(back.lengthscale_, model.lengthscale_)
+    kind, _, _ = load_arrays(path)
+    assert kind == "GPPL"
+    with pytest.raises(ValueError, match="holds a GPPL model; expected GPPLVI"):
+        GPPLVI.load(path)
+
+
+def test_without_features_every_item_is_an_inducing_point():
+    comparisons = pd.DataFrame(
+        {
+            "left": ["a", "b", "c", "a"] * 5,
+            "right": ["b", "c", "a", "c"] * 5,
+            "label": ["a", "b", "a", "a"] * 5,
+        }
+    )
+    model = GPPLVI().fit(comparisons)
+    assert model.utility_["mean"].idxmax() == "a"
+    assert model.lengthscale_ is None
+    with pytest.raises(ValueError, match="not seen in fit"):
+        model.predict_utility(["z"])
+
+
+# ---------------------------------------------------------------------- bad input
+def test_errors_and_warnings(small):
+    comparisons, items, _ = small
+    with pytest.raises(NotFittedError, match="GPPL is not fitted yet"):
+        GPPL().predict_proba([0], [1])
+    with pytest.raises(ValueError, match="n_inducing must be a positive integer"):
+        GPPL(n_inducing=0).fit(comparisons, items)
+    with pytest.raises(ValueError, match="batch_size must be a positive integer or None"):
+        GPPL(batch_size=0).fit(comparisons, items)
+    with pytest.raises(ValueError, match=re.escape("forgetting_rate must lie in [0, 1]")):
+        GPPL(forgetting_rate=2.0).fit(comparisons, items)
+    with pytest.raises(ValueError, match="ties must be one of"):
+        GPPL(ties="keep").fit(comparisons, items)
+    ties = comparisons.head(10).assign(label="equal")
+    with pytest.raises(ValueError, match="all 10 comparisons are ties"):
+        GPPL().fit(ties, items)
+    mixed = pd.concat([comparisons, ties])
+    with pytest.warns(DataWarning, match="dropped 10 tie"):
+        GPPLVI().fit(mixed, items)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        half = GPPLVI(ties="half").fit(mixed, items)
+    assert half.n_ties_dropped_ == 0
+    with pytest.warns(ConvergenceWarning, match="GPPL did not converge in 2 iterations"):
+        GPPL(max_iter=2, tol=1e-12).fit(comparisons, items)
+    bad = items.copy()
+    bad.iloc[3, 0] = np.nan
+    with pytest.raises(ValueError, match="items"):
+        GPPL().fit(comparisons, bad)
+    model = GPPLVI().fit(comparisons, items)
+    with pytest.raises(ValueError, match="feature column"):
+        model.predict_utility(pd.DataFrame({"x0": [1.0]}, index=["n"]))
+    with pytest.raises(ValueError, match="1 left and 2 right"):
+        model.predict_proba([0], [1, 2])
+
+
+def test_progress_bar_over_svi_iterations(small, capsys):
+    comparisons, items, _ = small
+    GPPL(n_inducing=10, batch_size=100, max_iter=6, tol=None, progress=True).fit(comparisons, items)
+    assert "GPPL SVI" in capsys.readouterr().err
