@@ -128,3 +128,76 @@ def test_duplicates_warn_on_stderr(tmp_path, capsys):
 def test_datasets_list(capsys):
     assert main(["datasets", "list"]) == 0
     assert "rte" in capsys.readouterr().out
+
+
+def test_save_model_then_continue_from_it(small_labels, tmp_path, capsys):
+    model_file = tmp_path / "model" / "ds.npz"
+    args = ["labels", "fit", str(small_labels), "--model", "ds"]
+    assert main([*args, "--save-model", str(model_file), "--max-iter", "3"]) == 0
+    assert model_file.exists()
+    capsys.readouterr()
+    out = tmp_path / "tasks.csv"
+    assert main([*args, "--init-model", str(model_file), "--out", str(out)]) == 0
+    continued = capsys.readouterr().out
+    assert main([*args, "--out", str(tmp_path / "full.csv")]) == 0
+    full = capsys.readouterr().out
+
+    def iterations(text: str) -> int:
+        return int(text.split("fit in ")[1].split(": ")[1].split(" iterations")[0])
+
+    assert iterations(continued) < iterations(full)
+    assert (pd.read_csv(out)["label"] == pd.read_csv(tmp_path / "full.csv")["label"]).all()
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        (["--model", "hierarchical", "--backend", "dask"], "--backend dask works with --model"),
+        (["--model", "ds", "--backend", "dask"], "--backend dask needs --out DIRECTORY"),
+        (["--model", "mv", "--save-model", "m.npz"], "need an iterative model (ds or bayes-ds)"),
+        (["--model", "community-ds", "--init-model", "m.npz"], "--save-model/--init-model work"),
+        (["--model", "ds", "--grouped"], "--grouped needs --backend dask"),
+        (["--model", "ds", "--init-model", "missing.npz"], "model file not found"),
+    ],
+)
+def test_scale_options_are_checked(options, message, small_labels, tmp_path, capsys):
+    assert main(["labels", "fit", str(small_labels), *options]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and message in err[0]
+
+
+def test_partial_update_of_a_saved_model(small_labels, tmp_path, capsys):
+    model_file = tmp_path / "ds.npz"
+    assert (
+        main(["labels", "fit", str(small_labels), "--model", "ds", "--save-model", str(model_file)])
+        == 0
+    )
+    batch = pd.read_csv(small_labels).assign(task=lambda t: "new-" + t["task"])
+    batch_path = tmp_path / "batch.csv"
+    batch.to_csv(batch_path, index=False)
+    out, updated = tmp_path / "batch-tasks.csv", tmp_path / "ds2.npz"
+    code = main(
+        ["labels", "fit", str(batch_path), "--model", "ds", "--init-model", str(model_file)]
+        + ["--partial", "--out", str(out), "--save-model", str(updated)]
+    )
+    assert code == 0, capsys.readouterr().err
+    assert pd.read_csv(out)["task"].str.startswith("new-").all()
+    assert updated.exists()
+    assert (
+        main(
+            [
+                "labels",
+                "fit",
+                str(batch_path),
+                "--model",
+                "bayes-ds",
+                "--init-model",
+                str(model_file),
+                "--partial",
+            ]
+        )
+        == 2
+    )
+    assert "holds a DawidSkene; --model bayes-ds differs" in capsys.readouterr().err
+    assert main(["labels", "fit", str(batch_path), "--model", "ds", "--partial"]) == 2
+    assert "--partial needs --init-model" in capsys.readouterr().err

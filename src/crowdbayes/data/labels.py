@@ -13,7 +13,7 @@ import scipy.sparse as sp
 from ..exceptions import DataWarning
 from ._io import TableLike, read_table
 
-__all__ = ["Labels"]
+__all__ = ["Labels", "LabelBlock"]
 
 _DUPLICATE_POLICIES = ("keep", "drop", "error")
 
@@ -59,7 +59,7 @@ def _duplicate_policy(
     Returns None when every row is kept, else the boolean mask of rows to keep. Works on the
     integer codes (one hash pass over a single int64 key), not on the user's id columns.
     """
-    key = task_codes.astype(np.int64) * max(len(workers), 1) + worker_codes
+    key = task_codes.astype(np.int64, copy=False) * max(len(workers), 1) + worker_codes
     repeated = pd.Series(key).duplicated(keep="first").to_numpy()
     n_repeated = int(repeated.sum())
     if n_repeated == 0:
@@ -88,7 +88,111 @@ def _duplicate_policy(
     return None
 
 
-class Labels:
+class LabelBlock:
+    """Integer-encoded labels: the part of :class:`Labels` that the models compute with.
+
+    A block holds one row per label (``task_codes``, ``worker_codes``, ``label_codes``) and the
+    sizes of the code spaces. :class:`Labels` is the block of a whole validated table; the
+    distributed backend (:mod:`crowdbayes.distributed`) builds one block per partition, with
+    *global* worker and class codes and *local* task codes (every label of a task lies in the
+    same partition). The sufficient statistics of the label models are computed from a block
+    alone, so the same functions serve one table in memory and many partitions on a cluster.
+
+    Parameters
+    ----------
+    task_codes, worker_codes, label_codes : ndarray of int, one entry per label
+    n_tasks, n_workers, n_classes : int
+        Sizes of the code spaces (codes lie in ``range(n)``).
+    gold_codes : ndarray of int, shape (n_tasks,), optional
+        Gold class code of each task, ``-1`` where unknown (default: none known).
+    """
+
+    def __init__(
+        self,
+        task_codes: np.ndarray,
+        worker_codes: np.ndarray,
+        label_codes: np.ndarray,
+        *,
+        n_tasks: int,
+        n_workers: int,
+        n_classes: int,
+        gold_codes: np.ndarray | None = None,
+    ) -> None:
+        self.task_codes = task_codes
+        self.worker_codes = worker_codes
+        self.label_codes = label_codes
+        self._n_tasks, self._n_workers, self._n_classes = n_tasks, n_workers, n_classes
+        self.gold_codes = np.full(n_tasks, -1, dtype=np.int64) if gold_codes is None else gold_codes
+
+    @property
+    def n_tasks(self) -> int:
+        return self._n_tasks
+
+    @property
+    def n_workers(self) -> int:
+        return self._n_workers
+
+    @property
+    def n_classes(self) -> int:
+        return self._n_classes
+
+    @property
+    def n_labels(self) -> int:
+        return len(self.label_codes) if self.label_codes is not None else self._n_labels
+
+    def compact(self) -> LabelBlock:
+        """Build the count matrix and column totals, then drop the per-label code arrays (a
+        third of the memory of the encoded labels); returns ``self``."""
+        self._n_labels = self.n_labels
+        _ = self.count_matrix, self.column_totals
+        self.task_codes = self.worker_codes = self.label_codes = None
+        return self
+
+    @property
+    def has_gold(self) -> bool:
+        return bool((self.gold_codes >= 0).any())
+
+    @cached_property
+    def count_matrix(self) -> sp.csr_matrix:
+        """Sparse (n_tasks, n_workers * n_classes) matrix: entry ``[i, j*K + x]`` counts how often
+        worker ``j`` gave label ``x`` to task ``i``.
+
+        Every sum over labels in the label models is a product with this matrix: the E-step is
+        ``A @ log_confusion`` and the M-step statistics are ``A.T @ responsibilities``.
+        """
+        k = self.n_classes
+        columns = self.worker_codes * k + self.label_codes
+        data = np.ones(self.n_labels, dtype=np.float64)
+        matrix = sp.csr_matrix(
+            (data, (self.task_codes, columns)), shape=(self.n_tasks, self.n_workers * k)
+        )
+        matrix.sum_duplicates()
+        return matrix
+
+    @cached_property
+    def column_totals(self) -> np.ndarray:
+        """How many labels ``x`` each worker gave in all, as a (n_workers * n_classes,) vector."""
+        k = self.n_classes
+        return np.bincount(
+            self.worker_codes * k + self.label_codes, minlength=self.n_workers * k
+        ).astype(np.float64)
+
+    def vote_counts(self) -> np.ndarray:
+        """Class-major array (n_classes, n_tasks): how many votes each class got on each task."""
+        k = self.n_classes
+        if self.label_codes is None:  # compacted: sum the count matrix over workers
+            coo = self.count_matrix.tocoo()
+            flat = np.bincount(
+                (coo.col % k) * self.n_tasks + coo.row, weights=coo.data, minlength=k * self.n_tasks
+            )
+            return flat.reshape(k, self.n_tasks)
+        flat = np.bincount(
+            self.label_codes * self.n_tasks + self.task_codes, minlength=k * self.n_tasks
+        )
+        return flat.reshape(k, self.n_tasks).astype(np.float64)
+
+
+class Labels(LabelBlock):
     """Class labels given by workers to tasks, in long format.
 
     Each row says that ``worker`` gave ``label`` to ``task`` (crowd-kit's column names). The table
@@ -174,9 +278,14 @@ class Labels:
         self.tasks: pd.Index = pd.Index(tasks, name="task")
         self.workers: pd.Index = pd.Index(workers, name="worker")
         self.classes: pd.Index = pd.Index(class_index, name="class")
-        self.task_codes = task_codes.astype(np.int64)
-        self.worker_codes = worker_codes.astype(np.int64)
-        self.label_codes = label_codes.astype(np.int64)
+        super().__init__(
+            task_codes.astype(np.int64, copy=False),
+            worker_codes.astype(np.int64, copy=False),
+            label_codes.astype(np.int64, copy=False),
+            n_tasks=len(self.tasks),
+            n_workers=len(self.workers),
+            n_classes=len(self.classes),
+        )
         self.gold_codes = self._encode_gold(gold_series)
 
     # ------------------------------------------------------------------ construction helpers
@@ -220,60 +329,6 @@ class Labels:
         codes[positions] = class_codes
         return codes
 
-    # ------------------------------------------------------------------ sizes and views
-    @property
-    def n_tasks(self) -> int:
-        return len(self.tasks)
-
-    @property
-    def n_workers(self) -> int:
-        return len(self.workers)
-
-    @property
-    def n_classes(self) -> int:
-        return len(self.classes)
-
-    @property
-    def n_labels(self) -> int:
-        return len(self.label_codes)
-
-    @property
-    def has_gold(self) -> bool:
-        return bool((self.gold_codes >= 0).any())
-
-    @cached_property
-    def count_matrix(self) -> sp.csr_matrix:
-        """Sparse (n_tasks, n_workers * n_classes) matrix: entry ``[i, j*K + x]`` counts how often
-        worker ``j`` gave label ``x`` to task ``i``.
-
-        Every sum over labels in the label models is a product with this matrix: the E-step is
-        ``A @ log_confusion`` and the M-step statistics are ``A.T @ responsibilities``.
-        """
-        k = self.n_classes
-        columns = self.worker_codes * k + self.label_codes
-        data = np.ones(self.n_labels, dtype=np.float64)
-        matrix = sp.csr_matrix(
-            (data, (self.task_codes, columns)), shape=(self.n_tasks, self.n_workers * k)
-        )
-        matrix.sum_duplicates()
-        return matrix
-
-    @cached_property
-    def column_totals(self) -> np.ndarray:
-        """How many labels ``x`` each worker gave in all, as a (n_workers * n_classes,) vector."""
-        k = self.n_classes
-        return np.bincount(
-            self.worker_codes * k + self.label_codes, minlength=self.n_workers * k
-        ).astype(np.float64)
-
-    def vote_counts(self) -> np.ndarray:
-        """Class-major array (n_classes, n_tasks): how many votes each class got on each task."""
-        k = self.n_classes
-        flat = np.bincount(
-            self.label_codes * self.n_tasks + self.task_codes, minlength=k * self.n_tasks
-        )
-        return flat.reshape(k, self.n_tasks).astype(np.float64)
-
     def require_workers(self, minimum: int, model: str) -> None:
         """Raise if fewer than ``minimum`` distinct workers gave labels."""
         if self.n_workers < minimum:
@@ -281,6 +336,35 @@ class Labels:
                 f"{model} learns each worker's reliability and needs labels from at least "
                 f"{minimum} workers; got {self.n_workers} ({_show(self.workers)})"
             )
+
+    def task_blocks(self, n_blocks: int) -> list[tuple[np.ndarray, LabelBlock]]:
+        """Split into ``n_blocks`` partitions by task: each holds every label of a contiguous
+        range of task codes. Returns ``(task_positions, block)`` pairs, the block's task code
+        ``i`` being this table's task ``task_positions[i]``; worker and class codes are kept.
+
+        The sufficient statistics of the label models add over such partitions (see
+        :mod:`crowdbayes.models.labels._stats`).
+        """
+        if not 1 <= n_blocks <= self.n_tasks:
+            raise ValueError(f"n_blocks must be between 1 and {self.n_tasks}; got {n_blocks}")
+        order = np.argsort(self.task_codes, kind="stable")
+        bounds = np.linspace(0, self.n_tasks, n_blocks + 1).astype(np.int64)
+        cuts = np.searchsorted(self.task_codes[order], bounds)
+        blocks = []
+        for b in range(n_blocks):
+            rows = order[cuts[b] : cuts[b + 1]]
+            first, last = bounds[b], bounds[b + 1]
+            block = LabelBlock(
+                self.task_codes[rows] - first,
+                self.worker_codes[rows],
+                self.label_codes[rows],
+                n_tasks=int(last - first),
+                n_workers=self.n_workers,
+                n_classes=self.n_classes,
+                gold_codes=self.gold_codes[first:last],
+            )
+            blocks.append((np.arange(first, last), block))
+        return blocks
 
     def to_frame(self) -> pd.DataFrame:
         """The encoded labels back as a ``task, worker, label`` DataFrame in the user's ids."""

@@ -1,5 +1,6 @@
 """Label aggregation: majority vote, Dawid–Skene (EM, VB), hierarchical annotation (Gibbs)."""
 
+from ._stats import StatsLabelModel, load_label_model
 from .bayesian_dawid_skene import BayesianDawidSkene
 from .community import CommunityDawidSkene
 from .dawid_skene import DawidSkene
@@ -12,4 +13,6 @@ __all__ = [
     "BayesianDawidSkene",
     "CommunityDawidSkene",
     "HierarchicalAnnotation",
+    "StatsLabelModel",
+    "load_label_model",
 ]

@@ -5,11 +5,9 @@ from __future__ import annotations
 import numpy as np
 from scipy import stats
 
-from ..._math import dirichlet_expected_log, dirichlet_kl, softmax_classes
-from ...annotators import confusion_statistics, label_log_likelihood
-from ...data import Labels
-from ...inference import run_iterations
-from ._base import LabelModel, clamp_gold, vote_share_start
+from ..._math import dirichlet_expected_log, dirichlet_kl
+from ._confusion import ConfusionStatsModel, with_logs
+from ._stats import Globals, Stats
 
 __all__ = ["BayesianDawidSkene", "confusion_prior"]
 
@@ -20,7 +18,7 @@ def confusion_prior(n_classes: int, diagonal: float, off_diagonal: float) -> np.
     return diagonal * eye + off_diagonal * (1.0 - eye)
 
 
-class BayesianDawidSkene(LabelModel):
+class BayesianDawidSkene(ConfusionStatsModel):
     r"""Dawid–Skene with Dirichlet priors, by mean-field variational Bayes.
 
     Model: :math:`\pi \sim \mathrm{Dir}(\beta)`, :math:`\theta_{jk:} \sim \mathrm{Dir}(\alpha_k)`,
@@ -45,6 +43,11 @@ class BayesianDawidSkene(LabelModel):
     ``credible_level`` interval ``confusion_lower_``/``confusion_upper_`` from the exact Beta
     marginals of the Dirichlet posterior) and ``confusion_posterior_`` (the concentrations).
 
+    Both updates and the ELBO need only sums over tasks (:math:`n_{jkx}`, :math:`\sum_i r_i` and
+    the entropy of q(c)), so the fit is a map of :meth:`local_stats` over partitions of the
+    tasks and a :meth:`global_update`, in memory or on a Dask cluster
+    (:mod:`crowdbayes.distributed`).
+
     Parameters
     ----------
     prior_diagonal, prior_off_diagonal : float
@@ -61,6 +64,11 @@ class BayesianDawidSkene(LabelModel):
     Simpson, E., Roberts, S., Psorakis, I. & Smith, A. (2013). Dynamic Bayesian combination of
     multiple imperfect classifiers. (Variational IBCC.)
     """
+
+    needs_entropy = True
+    primary = ("alpha", "beta")
+    history_name = "elbo_history_"
+    algorithm = "Bayesian Dawid-Skene VB"
 
     def __init__(
         self,
@@ -80,59 +88,50 @@ class BayesianDawidSkene(LabelModel):
         self.credible_level = credible_level
         self.progress = progress
 
-    def _fit(self, labels: Labels) -> None:
+    # ------------------------------------------------------------------ sufficient statistics
+    def check_params(self) -> None:
         if min(self.prior_diagonal, self.prior_off_diagonal, self.prior_prevalence) <= 0:
             raise ValueError("Dirichlet prior concentrations must be positive")
-        n_classes = labels.n_classes
-        alpha_prior = confusion_prior(n_classes, self.prior_diagonal, self.prior_off_diagonal)
-        beta_prior = np.full(n_classes, float(self.prior_prevalence))
-        state = {"resp": vote_share_start(labels)}
 
-        def update_globals() -> None:
-            state["alpha"] = alpha_prior + confusion_statistics(labels, state["resp"])
-            state["beta"] = beta_prior + state["resp"].sum(axis=1)
-            state["log_lik"], state["log_lik_offset"] = label_log_likelihood(
-                labels, dirichlet_expected_log(state["alpha"])
-            )
-            state["e_log_pi"] = dirichlet_expected_log(state["beta"])
+    def _priors(self, n_classes: int) -> tuple[np.ndarray, np.ndarray]:
+        alpha = confusion_prior(n_classes, self.prior_diagonal, self.prior_off_diagonal)
+        return alpha, np.full(n_classes, float(self.prior_prevalence))
 
-        def elbo() -> float:
-            resp = state["resp"]
-            expected = np.where(
-                resp > 0, resp * (state["e_log_pi"][:, None] + state["log_lik"]), 0.0
-            )
-            with np.errstate(divide="ignore", invalid="ignore"):
-                entropy = -np.where(resp > 0, resp * np.log(resp), 0.0).sum()
-            return (
-                expected.sum()
-                + state["log_lik_offset"]
-                + entropy
-                - dirichlet_kl(state["beta"], beta_prior)
-                - dirichlet_kl(state["alpha"], alpha_prior).sum()
-            )
+    def global_update(self, stats: Stats) -> Globals:
+        """q(θ) and q(π): prior concentrations plus the expected counts."""
+        alpha_prior, beta_prior = self._priors(stats["classes"].shape[0])
+        return self.from_primary(alpha_prior + stats["confusion"], beta_prior + stats["classes"])
 
-        def step(_: int) -> float:
-            log_joint = clamp_gold(state["e_log_pi"][:, None] + state["log_lik"], labels.gold_codes)
-            state["resp"] = softmax_classes(log_joint)[0]
-            update_globals()
-            return elbo()
-
-        update_globals()
-        result = run_iterations(
-            step,
-            max_iter=self.max_iter,
-            tol=self.tol,
-            progress=self.progress,
-            desc="Bayesian Dawid-Skene VB",
-            warn_name="BayesianDawidSkene",
+    def from_primary(self, alpha: np.ndarray, beta: np.ndarray) -> Globals:
+        return with_logs(
+            {"alpha": alpha, "beta": beta},
+            dirichlet_expected_log(alpha),
+            dirichlet_expected_log(beta),
         )
-        self.n_iter_, self.converged_ = result.n_iter, result.converged
-        self.elbo_history_ = np.array(result.history)
-        self._set_task_results(labels, state["resp"])
-        self._set_prevalence(labels, state["beta"] / state["beta"].sum())
-        alpha = state["alpha"]
-        self.confusion_posterior_ = self._confusion_frame(labels, alpha)
-        self._set_confusion(labels, *dirichlet_marginal_summary(alpha, self.credible_level))
+
+    def objective(self, stats: Stats, before: Globals, after: Globals) -> float:
+        r"""ELBO at q(c) of this sweep and the updated q(θ), q(π): the expected log joint is
+        :math:`\sum_{jkx} n_{jkx}\,\mathbb{E}\log\theta_{jkx} + \sum_k (\sum_i r_{ik})
+        \mathbb{E}\log\pi_k`, a function of the summed statistics only."""
+        alpha_prior, beta_prior = self._priors(stats["classes"].shape[0])
+        expected = float((stats["confusion"] * after["log_confusion"]).sum())
+        expected += float(stats["classes"] @ after["log_prevalence"])
+        return (
+            expected
+            + stats["entropy"]
+            - dirichlet_kl(after["beta"], beta_prior)
+            - dirichlet_kl(after["alpha"], alpha_prior).sum()
+        )
+
+    def new_worker_rows(self, n_classes: int) -> np.ndarray:
+        """The prior q(θ_j) = p(θ_j) for a worker first seen in a warm start."""
+        return self._priors(n_classes)[0]
+
+    def _set_global_results(self, ids, globals_: Globals) -> None:
+        beta, alpha = globals_["beta"], globals_["alpha"]
+        self._set_prevalence(ids, beta / beta.sum())
+        self.confusion_posterior_ = self._confusion_frame(ids, alpha)
+        self._set_confusion(ids, *dirichlet_marginal_summary(alpha, self.credible_level))
 
 
 def dirichlet_marginal_summary(concentration: np.ndarray, level: float):

@@ -4,23 +4,20 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..._math import safe_log, softmax_classes
+from ..._math import safe_log
 from ...annotators import (
-    confusion_statistics,
     full_confusion_log_prior,
     full_confusion_map,
-    label_log_likelihood,
     one_coin_log_prior,
     one_coin_map,
 )
-from ...data import Labels
-from ...inference import run_iterations
-from ._base import LabelModel, clamp_gold, vote_share_start
+from ._confusion import ConfusionStatsModel, with_logs
+from ._stats import Globals, Stats
 
 __all__ = ["DawidSkene"]
 
 
-class DawidSkene(LabelModel):
+class DawidSkene(ConfusionStatsModel):
     r"""Dawid & Skene (1979): each worker has a confusion matrix, fitted by EM.
 
     Model: :math:`c_i \sim \mathrm{Cat}(\pi)`, and worker :math:`j`'s label on task :math:`i` is
@@ -32,6 +29,11 @@ class DawidSkene(LabelModel):
     With ``smoothing`` :math:`a > 0` this is MAP under Dirichlet(a + 1) priors, and the monitored
     objective (``log_posterior_history_``: log-likelihood plus log-prior) never decreases.
     ``one_coin=True`` ties each worker's matrix to a single accuracy.
+
+    The E-step is per task and the M-step needs only the sums :math:`n_{jkx}` and
+    :math:`\sum_i r_i`, so the fit is a map of :meth:`local_stats` over partitions of the tasks
+    and a :meth:`global_update`; :mod:`crowdbayes.distributed` runs the same two functions on a
+    Dask cluster (see :mod:`crowdbayes.models.labels._stats`).
 
     Parameters
     ----------
@@ -55,6 +57,10 @@ class DawidSkene(LabelModel):
     using the EM algorithm. JRSS C 28(1).
     """
 
+    primary = ("confusion", "prevalence")
+    history_name = "log_posterior_history_"
+    algorithm = "Dawid-Skene EM"
+
     def __init__(
         self,
         max_iter: int = 100,
@@ -71,43 +77,37 @@ class DawidSkene(LabelModel):
         self.one_coin = one_coin
         self.progress = progress
 
-    def _fit(self, labels: Labels) -> None:
+    # ------------------------------------------------------------------ sufficient statistics
+    def check_params(self) -> None:
         if self.smoothing < 0 or self.prevalence_smoothing < 0:
             raise ValueError("smoothing and prevalence_smoothing must be non-negative")
+
+    def global_update(self, stats: Stats) -> Globals:
+        """M-step: MAP confusion rows and prevalence from the expected counts."""
         update_confusion = one_coin_map if self.one_coin else full_confusion_map
-        confusion_log_prior = one_coin_log_prior if self.one_coin else full_confusion_log_prior
-        resp = vote_share_start(labels)
-        state = {}
+        confusion = update_confusion(stats["confusion"], self.smoothing)
+        class_counts = stats["classes"] + self.prevalence_smoothing
+        return self.from_primary(confusion, class_counts / class_counts.sum())
 
-        def m_step(resp: np.ndarray) -> None:
-            stats = confusion_statistics(labels, resp)
-            state["confusion"] = update_confusion(stats, self.smoothing)
-            class_counts = resp.sum(axis=1) + self.prevalence_smoothing
-            state["prevalence"] = class_counts / class_counts.sum()
-
-        def step(_: int) -> float:
-            log_conf = safe_log(state["confusion"])
-            log_prior = safe_log(state["prevalence"])
-            log_lik, log_lik_offset = label_log_likelihood(labels, log_conf)
-            log_joint = clamp_gold(log_prior[:, None] + log_lik, labels.gold_codes)
-            state["resp"], log_evidence = softmax_classes(log_joint)
-            objective = log_evidence.sum() + log_lik_offset
-            objective += confusion_log_prior(state["confusion"], self.smoothing)
-            objective += self.prevalence_smoothing * float(log_prior[np.isfinite(log_prior)].sum())
-            m_step(state["resp"])
-            return objective
-
-        m_step(resp)
-        result = run_iterations(
-            step,
-            max_iter=self.max_iter,
-            tol=self.tol,
-            progress=self.progress,
-            desc="Dawid-Skene EM",
-            warn_name="DawidSkene",
+    def from_primary(self, confusion: np.ndarray, prevalence: np.ndarray) -> Globals:
+        return with_logs(
+            {"confusion": confusion, "prevalence": prevalence},
+            safe_log(confusion),
+            safe_log(prevalence),
         )
-        self.n_iter_, self.converged_ = result.n_iter, result.converged
-        self.log_posterior_history_ = np.array(result.history)
-        self._set_task_results(labels, state["resp"])
-        self._set_prevalence(labels, state["prevalence"])
-        self._set_confusion(labels, state["confusion"])
+
+    def objective(self, stats: Stats, before: Globals, after: Globals) -> float:
+        """Log-posterior of the globals ``before`` (the ones the E-step used)."""
+        confusion_log_prior = one_coin_log_prior if self.one_coin else full_confusion_log_prior
+        log_prior = before["log_prevalence"]
+        value = stats["log_evidence"] + confusion_log_prior(before["confusion"], self.smoothing)
+        return value + self.prevalence_smoothing * float(log_prior[np.isfinite(log_prior)].sum())
+
+    def new_worker_rows(self, n_classes: int) -> np.ndarray:
+        """Uniform confusion rows for a worker first seen in a warm start: no weight in the first
+        E-step, its own estimate from the first M-step on."""
+        return np.full((n_classes, n_classes), 1.0 / n_classes)
+
+    def _set_global_results(self, ids, globals_: Globals) -> None:
+        self._set_prevalence(ids, globals_["prevalence"])
+        self._set_confusion(ids, globals_["confusion"])

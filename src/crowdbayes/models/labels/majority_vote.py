@@ -6,15 +6,15 @@ import numpy as np
 
 from ..._utils import RandomState, as_generator
 from ...annotators import confusion_statistics, full_confusion_map
-from ...data import Labels
-from ._base import LabelModel
+from ...data.labels import LabelBlock
+from ._stats import Globals, Stats, StatsLabelModel
 
 __all__ = ["MajorityVote"]
 
 _TIE_POLICIES = ("random", "first")
 
 
-class MajorityVote(LabelModel):
+class MajorityVote(StatsLabelModel):
     """Each task's class is the one most workers gave it.
 
     ``probas_`` are the vote shares. Ties are broken by ``ties``:
@@ -38,25 +38,62 @@ class MajorityVote(LabelModel):
         self.ties = ties
         self.random_state = random_state
 
-    def _fit(self, labels: Labels) -> None:
+    iterative = False
+
+    # ------------------------------------------------------------------ sufficient statistics
+    def check_params(self) -> None:
         if self.ties not in _TIE_POLICIES:
             raise ValueError(f"ties must be one of {_TIE_POLICIES}; got {self.ties!r}")
-        votes = labels.vote_counts()
+
+    def start_globals(self) -> Globals:
+        return {"random_state": self.random_state}
+
+    def partition_globals(self, globals_: Globals, index: int) -> Globals:
+        """Partition ``index`` breaks ties with its own stream, spawned from the integer seed
+        (so a distributed fit is reproducible, but its random tie-breaks differ from the
+        in-memory fit's single stream; ``ties="first"`` gives identical results)."""
+        seed = globals_["random_state"]
+        if self.ties == "random" and not isinstance(seed, (int, np.integer)):
+            raise ValueError(
+                "a partitioned MajorityVote with random ties needs an integer random_state; "
+                f"got {type(seed).__name__}"
+            )
+        if self.ties == "first":
+            return globals_
+        sequence = np.random.SeedSequence(int(seed), spawn_key=(index,))
+        return {"random_state": np.random.default_rng(sequence)}
+
+    def local_stats(self, block: LabelBlock, globals_: Globals, tasks: dict | None = None) -> Stats:
+        """Winners and vote shares of the partition's tasks; the statistics are the confusion
+        counts of the workers against the winners, the winners' class counts and ties."""
+        votes = block.vote_counts()
         shares = votes / votes.sum(axis=0)
-        winners = majority_classes(votes, self.ties, as_generator(self.random_state))
-        known = labels.gold_codes >= 0
-        winners[known] = labels.gold_codes[known]
-        shares[:, known] = np.eye(labels.n_classes)[:, labels.gold_codes[known]]
-        self._set_task_results(labels, shares)
-        self.labels_[:] = labels.classes[winners]
-        self.n_ties_ = int((np.sum(votes == votes.max(axis=0), axis=0) > 1).sum())
-        self._set_prevalence(
-            labels, np.bincount(winners, minlength=labels.n_classes) / len(winners)
-        )
-        onehot = np.eye(labels.n_classes)[:, winners]
-        stats = confusion_statistics(labels, onehot)
-        self._set_confusion(labels, full_confusion_map(stats, 1.0))
-        self.n_iter_, self.converged_ = 1, True
+        rng = as_generator(globals_["random_state"])
+        winners = majority_classes(votes, self.ties, rng)
+        known = block.gold_codes >= 0
+        winners[known] = block.gold_codes[known]
+        shares[:, known] = np.eye(block.n_classes)[:, block.gold_codes[known]]
+        if tasks is not None:
+            tasks["probas"], tasks["labels"] = shares, winners
+        onehot = np.eye(block.n_classes)[:, winners]
+        return {
+            "confusion": confusion_statistics(block, onehot),
+            "classes": np.bincount(winners, minlength=block.n_classes).astype(np.float64),
+            "ties": int((np.sum(votes == votes.max(axis=0), axis=0) > 1).sum()),
+        }
+
+    def global_update(self, stats: Stats) -> Globals:
+        """Agreement with the majority (one pseudo-count per cell) and the winners' shares."""
+        return {
+            "confusion": full_confusion_map(stats["confusion"], 1.0),
+            "prevalence": stats["classes"] / stats["classes"].sum(),
+            "ties": np.asarray(stats["ties"]),
+        }
+
+    def _set_global_results(self, ids, globals_: Globals) -> None:
+        self.n_ties_ = int(globals_["ties"])
+        self._set_prevalence(ids, globals_["prevalence"])
+        self._set_confusion(ids, globals_["confusion"])
 
 
 def majority_classes(votes: np.ndarray, ties: str, rng: np.random.Generator) -> np.ndarray:

@@ -1,0 +1,67 @@
+r"""The E-step and statistics shared by the confusion-matrix models (Dawid–Skene EM and VB).
+
+Given log-confusions :math:`L_{jkx}` (``log θ`` for EM, :math:`\mathbb{E}\log\theta` for VB) and
+log-prevalences :math:`l_k`, every task of a partition gets
+
+.. math::
+    r_{ik} \propto \exp\big(l_k + \textstyle\sum_{j,x} A_{i,jx} L_{jkx}\big)
+
+(gold tasks clamped to their class), and the partition contributes the sums
+
+- ``confusion``: :math:`n_{jkx} = \sum_i r_{ik} A_{i,jx}` (workers × K × K),
+- ``classes``: :math:`\sum_i r_{ik}`,
+- ``log_evidence``: :math:`\sum_i \log\sum_k \exp(\ldots)` (the EM objective's data term),
+- ``entropy``: :math:`-\sum_{ik} r_{ik}\log r_{ik}` (VB only, ``needs_entropy``),
+
+all of which add over partitions that split the tasks.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..._math import softmax_classes
+from ...annotators import confusion_statistics, label_log_likelihood
+from ...data.labels import LabelBlock
+from ._base import clamp_gold, vote_share_start
+from ._stats import Globals, Stats, StatsLabelModel
+
+__all__ = ["ConfusionStatsModel", "with_logs"]
+
+
+def with_logs(primary: Globals, log_confusion: np.ndarray, log_prevalence: np.ndarray) -> Globals:
+    """Globals of a confusion model: its primary arrays plus the (expected) log-confusions and
+    log-prevalences that :meth:`ConfusionStatsModel.local_stats` uses."""
+    return {**primary, "log_confusion": log_confusion, "log_prevalence": log_prevalence}
+
+
+class ConfusionStatsModel(StatsLabelModel):
+    """Shared ``initial_stats`` / ``local_stats`` of the Dawid–Skene family.
+
+    Subclasses put ``log_confusion`` (workers, K, K) and ``log_prevalence`` (K,) in their globals.
+    """
+
+    needs_entropy = False
+
+    def initial_stats(self, block: LabelBlock) -> Stats:
+        """Statistics of each task's vote shares (gold tasks one-hot): the usual EM start."""
+        return self._posterior_stats(block, vote_share_start(block), 0.0)
+
+    def local_stats(self, block: LabelBlock, globals_: Globals, tasks: dict | None = None) -> Stats:
+        log_lik, offset = label_log_likelihood(block, globals_["log_confusion"])
+        log_joint = clamp_gold(globals_["log_prevalence"][:, None] + log_lik, block.gold_codes)
+        resp, log_evidence = softmax_classes(log_joint)
+        if tasks is not None:
+            tasks["probas"] = resp
+        return self._posterior_stats(block, resp, float(log_evidence.sum()) + offset)
+
+    def _posterior_stats(self, block: LabelBlock, resp: np.ndarray, log_evidence: float) -> Stats:
+        stats = {
+            "confusion": confusion_statistics(block, resp),
+            "classes": resp.sum(axis=1),
+            "log_evidence": log_evidence,
+        }
+        if self.needs_entropy:
+            with np.errstate(divide="ignore", invalid="ignore"):
+                stats["entropy"] = float(-np.where(resp > 0, resp * np.log(resp), 0.0).sum())
+        return stats
