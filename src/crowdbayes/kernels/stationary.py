@@ -241,3 +241,22 @@ def make_kernel(name: str | Kernel, lengthscale: float | np.ndarray, variance: f
     if key not in _KERNELS:
         raise ValueError(f"kernel must be one of {sorted(_KERNELS)} or a Kernel; got {name!r}")
     return _KERNELS[key](lengthscale, variance)
+
+
+#: kernels the safe model format can store (by class name)
+SAVED_KERNELS = ("Matern32", "RBF", "Independent")
+
+
+def kernel_name(kernel: Kernel) -> str:
+    """The name under which ``kernel`` is saved; custom kernels cannot be stored safely."""
+    name = type(kernel).__name__
+    if name not in SAVED_KERNELS:
+        raise TypeError(f"save: cannot store a custom kernel ({name}); use one of {SAVED_KERNELS}")
+    return name
+
+
+def kernel_from_saved(name: str, lengthscale: np.ndarray, variance: float) -> Kernel:
+    """Rebuild a kernel saved under ``name`` (see :func:`kernel_name`)."""
+    if name == "Independent":
+        return Independent(variance)
+    return make_kernel(name.lower(), lengthscale, variance)

@@ -15,7 +15,7 @@ from ...data._validate import show_values
 from ...data.comparisons import Comparisons, as_comparisons
 from ...exceptions import ConvergenceWarning, DataWarning
 from ...inference import rhat
-from ...kernels import Independent, Kernel, make_kernel
+from ...kernels import Independent, Kernel, kernel_from_saved, kernel_name
 from ...linalg import safe_cholesky
 from ..gp_preference import GPPreferenceEP, LatentPosterior, pair_probabilities
 from ._crp import canonical_labels, co_membership, least_squares_partition
@@ -24,7 +24,6 @@ from .sampler import SAMPLERS, SamplerSettings, UserData, fit_community, run_cha
 __all__ = ["CommunityPreferences", "communities_table"]
 
 _TIE_POLICIES = ("drop", "half")
-_SAVED_KERNELS = ("Matern32", "RBF", "Independent")
 
 
 class CommunityPreferences:
@@ -413,9 +412,7 @@ class CommunityPreferences:
         features, the sampled memberships, and the EP sites of the stored community posteriors,
         from which :meth:`load` rebuilds every summary and prediction exactly."""
         check_is_fitted(self, "partition_")
-        kernel = type(self.kernel_).__name__
-        if kernel not in _SAVED_KERNELS:
-            raise TypeError(f"save: cannot store a custom kernel ({kernel}); use {_SAVED_KERNELS}")
+        kernel = kernel_name(self.kernel_)
         arrays = {
             "item_ids": np.asarray(self.item_ids_),
             "worker_ids": np.asarray(self.worker_ids_),
@@ -455,11 +452,7 @@ class CommunityPreferences:
     def load(cls, path: str | os.PathLike) -> CommunityPreferences:
         """Read a model written by :meth:`save`."""
         _, arrays, meta = load_arrays(path, cls.__name__)
-        kernel = (
-            Independent(meta["variance"])
-            if meta["kernel"] == "Independent"
-            else make_kernel(meta["kernel"].lower(), arrays["lengthscale"], meta["variance"])
-        )
+        kernel = kernel_from_saved(meta["kernel"], arrays["lengthscale"], meta["variance"])
         prior = meta["concentration_prior"]
         model = cls(kernel=kernel, concentration_prior=None if prior is None else tuple(prior))
         for key, value in meta["params"].items():

@@ -15,7 +15,15 @@ from ..._utils import check_is_fitted
 from ...data._validate import show_values
 from ...data.comparisons import Comparisons, as_comparisons
 from ...exceptions import ConvergenceWarning, DataWarning
-from ...kernels import Independent, Kernel, make_kernel, median_heuristic, scaled_median_heuristic
+from ...kernels import (
+    Independent,
+    Kernel,
+    kernel_from_saved,
+    kernel_name,
+    make_kernel,
+    median_heuristic,
+    scaled_median_heuristic,
+)
 from ...linalg import safe_cholesky
 from ._likelihood import PairCounts
 from .ep import ep_gradient_weights, expectation_propagation, pair_probabilities
@@ -24,7 +32,6 @@ from .posterior import LatentPosterior
 __all__ = ["GPPreferenceEP"]
 
 _TIE_POLICIES = ("drop", "half")
-_SAVED_KERNELS = ("Matern32", "RBF", "Independent")
 _HEURISTICS = {"median": median_heuristic, "scaled_median": scaled_median_heuristic}
 
 
@@ -178,9 +185,7 @@ class GPPreferenceEP:
         pickle): the item features, the kernel, and the EP sites, from which :meth:`load`
         rebuilds the posterior exactly."""
         check_is_fitted(self, "utility_")
-        kernel = type(self.kernel_).__name__
-        if kernel not in _SAVED_KERNELS:
-            raise TypeError(f"save: cannot store a custom kernel ({kernel}); use {_SAVED_KERNELS}")
+        kernel = kernel_name(self.kernel_)
         arrays = {
             "item_ids": np.asarray(self.item_ids_),
             "X": self._X,
@@ -209,11 +214,7 @@ class GPPreferenceEP:
     def load(cls, path: str | os.PathLike) -> GPPreferenceEP:
         """Read a model written by :meth:`save`."""
         _, arrays, meta = load_arrays(path, cls.__name__)
-        kernel = (
-            Independent(meta["variance"])
-            if meta["kernel"] == "Independent"
-            else make_kernel(meta["kernel"].lower(), arrays["lengthscale"], meta["variance"])
-        )
+        kernel = kernel_from_saved(meta["kernel"], arrays["lengthscale"], meta["variance"])
         model = cls(kernel=kernel, noise=meta["noise"], ties=meta["ties"])
         model.kernel_ = kernel
         model.item_ids_ = pd.Index(arrays["item_ids"], name="item")

@@ -64,7 +64,13 @@ from ..._utils import RandomState, as_generator, check_is_fitted
 from ...data.comparisons import Comparisons, as_comparisons
 from ...exceptions import ConvergenceWarning, DataWarning
 from ...inference.driver import run_iterations
-from ...kernels import Independent, Kernel, kmeans_inducing_points, make_kernel
+from ...kernels import (
+    Independent,
+    Kernel,
+    kernel_from_saved,
+    kernel_name,
+    kmeans_inducing_points,
+)
 from ...linalg import cholesky_logdet, cholesky_solve, safe_cholesky
 from ._likelihood import difference_scale
 from .ep import pair_probabilities
@@ -751,9 +757,7 @@ class GPPL:
 
     # ------------------------------------------------------------------ persistence
     def _kernel_arrays(self) -> tuple[dict, dict]:
-        kernel = type(self.kernel_).__name__
-        if kernel not in ("Matern32", "RBF", "Independent"):
-            raise TypeError(f"save: cannot store a custom kernel ({kernel})")
+        kernel = kernel_name(self.kernel_)
         arrays = {
             "item_ids": np.asarray(self.item_ids_),
             "X": self._X,
@@ -777,11 +781,7 @@ class GPPL:
 
     @staticmethod
     def _restore_items(model, arrays: dict, meta: dict) -> Kernel:
-        kernel = (
-            Independent(1.0)
-            if meta["kernel"] == "Independent"
-            else make_kernel(meta["kernel"].lower(), arrays["lengthscale"], 1.0)
-        )
+        kernel = kernel_from_saved(meta["kernel"], arrays["lengthscale"], 1.0)
         model.item_ids_ = pd.Index(arrays["item_ids"], name="item")
         names = arrays.get("feature_names")
         model.feature_names_ = None if names is None else pd.Index(names.tolist())
