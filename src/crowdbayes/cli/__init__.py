@@ -3,6 +3,8 @@
     crowdbayes labels fit INPUT [--model mv|ds|bayes-ds|community-ds|hierarchical] [--gold FILE]
                                 [--eval-gold FILE] [--out FILE] [--workers-out FILE] [--seed N]
     crowdbayes labels fit --dataset rte ...
+    crowdbayes labels fit 'labels/*.parquet' --backend dask [--scheduler ADDRESS | --workers N]
+                          --out DIR [--save-model M] [--init-model M [--partial]]
     crowdbayes rank fit RANKINGS [--items ITEMS] [--model pl-vi|pl-map|pl-mm|pl-gibbs]
                              [--save MODEL] [--out SCORES]
     crowdbayes rank predict MODEL --pairs PAIRS [--items ITEMS] --out P
