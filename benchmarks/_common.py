@@ -13,6 +13,7 @@ import os
 import platform
 import shlex
 import signal
+import statistics
 import sys
 import threading
 import time
@@ -186,6 +187,55 @@ def run_isolated(
             if proc.is_alive():
                 proc.kill()
                 proc.join()
+
+
+def measure_repeated(
+    target: Callable, spec: dict, repeats: int, timeout: float, sources: set[str]
+) -> dict:
+    """Run ``target`` (a :func:`run_isolated` child) ``repeats`` times on ``spec`` and summarise.
+
+    Each child's payload must hold ``seconds``, ``cpu_seconds``, ``hwm_mib`` (None when the
+    kernel high-water mark is unavailable), ``polled_mib``, ``iterations``, ``warnings`` and
+    ``src`` (the source fingerprint, collected in ``sources``). Returns the first payload updated
+    with ``status="ok"``, ``runs``, median ``seconds`` (and ``min_seconds``/``max_seconds``),
+    median ``cpu_seconds``, ``hwm_mib`` and ``polled_mib``, ``iterations_all`` and the union of
+    ``warnings``; on a failed run ``{"status", "detail", "runs"}``.
+    """
+    runs = []
+    for i in range(repeats):
+        status, payload = run_isolated(target, (spec,), timeout=timeout)
+        if status != "ok":
+            print(f"  {spec['label']}: {status}: {payload}", flush=True)
+            return {"status": status, "detail": payload, "runs": runs}
+        runs.append(payload)
+        sources.add(payload["src"])
+        peak = payload["hwm_mib"] if payload["hwm_mib"] is not None else payload["polled_mib"]
+        print(
+            f"  {spec['label']} [{i + 1}/{repeats}]: {payload['seconds']:.3f} s, "
+            f"peak +{format_mib(peak)} MiB (polled +{format_mib(payload['polled_mib'])}), "
+            f"{payload['iterations']} iterations",
+            flush=True,
+        )
+    seconds = [r["seconds"] for r in runs]
+    hwm = [r["hwm_mib"] for r in runs]
+    return {
+        **runs[0],
+        "status": "ok",
+        "runs": runs,
+        "seconds": statistics.median(seconds),
+        "min_seconds": min(seconds),
+        "max_seconds": max(seconds),
+        "cpu_seconds": statistics.median(r["cpu_seconds"] for r in runs),
+        "hwm_mib": statistics.median(hwm) if None not in hwm else None,
+        "polled_mib": statistics.median(r["polled_mib"] for r in runs),
+        "iterations_all": sorted({r["iterations"] for r in runs}),
+        "warnings": sorted({w for r in runs for w in r["warnings"]}),
+    }
+
+
+def format_mib(value: float) -> str:
+    """MiB with one decimal below 10, whole numbers above."""
+    return f"{value:.1f}" if abs(value) < 10 else f"{value:.0f}"
 
 
 # --------------------------------------------------------------------------- memory

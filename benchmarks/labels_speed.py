@@ -32,7 +32,6 @@ from __future__ import annotations
 import argparse
 import gc
 import math
-import statistics
 import sys
 import time
 import warnings
@@ -46,8 +45,8 @@ from _common import (
     fingerprint_lines,
     load_average,
     machine_lines,
+    measure_repeated,
     resolve_data_root,
-    run_isolated,
     src_fingerprint,
     write_report,
 )
@@ -145,42 +144,14 @@ SOURCES: set[str] = set()  # source fingerprints seen by the measured processes
 
 
 def _measure(spec: dict, repeats: int, timeout: float) -> dict:
-    runs = []
-    for i in range(repeats):
-        status, payload = run_isolated(_child, (spec,), timeout=timeout)
-        if status != "ok":
-            print(f"  {spec['label']}: {status}: {payload}", flush=True)
-            return {"status": status, "detail": payload, "runs": runs}
-        runs.append(payload)
-        SOURCES.add(payload["src"])
-        mem = payload["hwm_mib"] if payload["hwm_mib"] is not None else payload["polled_mib"]
-        print(
-            f"  {spec['label']} [{i + 1}/{repeats}]: {payload['seconds']:.3f} s, "
-            f"peak +{mem:.0f} MiB (polled +{payload['polled_mib']:.0f}), "
-            f"{payload['iterations']} iterations",
-            flush=True,
-        )
-    seconds = [r["seconds"] for r in runs]
-    hwm = [r["hwm_mib"] for r in runs]
-    return {
-        "status": "ok",
-        "runs": runs,
-        "seconds": statistics.median(seconds),
-        "min_seconds": min(seconds),
-        "max_seconds": max(seconds),
-        "cpu_seconds": statistics.median(r["cpu_seconds"] for r in runs),
-        "peak_mib": statistics.median(hwm) if None not in hwm else None,
-        "polled_mib": statistics.median(r["polled_mib"] for r in runs),
-        "iterations": runs[0]["iterations"],
-        "iterations_all": sorted({r["iterations"] for r in runs}),
-        "finite": all(r["finite"] for r in runs),
-        "n_labels": runs[0]["n_labels"],
-        "warnings": sorted({w for r in runs for w in r["warnings"]}),
-    }
+    result = measure_repeated(_child, spec, repeats, timeout, SOURCES)
+    if result["status"] == "ok":
+        result["finite"] = all(r["finite"] for r in result["runs"])
+    return result
 
 
 def _peak(m: dict) -> float:
-    return m["peak_mib"] if m.get("peak_mib") is not None else m["polled_mib"]
+    return m["hwm_mib"] if m.get("hwm_mib") is not None else m["polled_mib"]
 
 
 def _mib(m: dict) -> str:

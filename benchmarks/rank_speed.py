@@ -48,7 +48,6 @@ from __future__ import annotations
 
 import argparse
 import gc
-import statistics
 import sys
 import tempfile
 import time
@@ -64,9 +63,10 @@ from _common import (
     command_line,
     exit_on_sigterm,
     fingerprint_lines,
+    format_mib,
     load_average,
     machine_lines,
-    run_isolated,
+    measure_repeated,
     src_fingerprint,
     write_report,
 )
@@ -324,36 +324,10 @@ SOURCES: set[str] = set()  # source fingerprints seen by the measured processes
 
 
 def _measure(child, spec: dict, repeats: int, timeout: float) -> dict:
-    runs = []
-    for i in range(repeats):
-        status, payload = run_isolated(child, (spec,), timeout=timeout)
-        if status != "ok":
-            print(f"  {spec['label']}: {status}: {payload}", flush=True)
-            return {"status": status, "detail": payload, "runs": runs}
-        runs.append(payload)
-        SOURCES.add(payload["src"])
-        print(
-            f"  {spec['label']} [{i + 1}/{repeats}]: {payload['seconds']:.3f} s, "
-            f"peak +{_fmt_mib(_peak(payload))} MiB (polled +{_fmt_mib(payload['polled_mib'])}), "
-            f"{payload['iterations']} iterations",
-            flush=True,
-        )
-    seconds = [r["seconds"] for r in runs]
-    hwm = [r["hwm_mib"] for r in runs]
-    return {
-        **runs[0],  # results (scores, coefficients) of the first process
-        "status": "ok",
-        "runs": runs,
-        "seconds": statistics.median(seconds),
-        "min_seconds": min(seconds),
-        "max_seconds": max(seconds),
-        "cpu_seconds": statistics.median(r["cpu_seconds"] for r in runs),
-        "hwm_mib": statistics.median(hwm) if None not in hwm else None,
-        "polled_mib": statistics.median(r["polled_mib"] for r in runs),
-        "iterations_all": sorted({r["iterations"] for r in runs}),
-        "converged": all(r["converged"] for r in runs),
-        "warnings": sorted({w for r in runs for w in r["warnings"]}),
-    }
+    result = measure_repeated(child, spec, repeats, timeout, SOURCES)
+    if result["status"] == "ok":
+        result["converged"] = all(r["converged"] for r in result["runs"])
+    return result
 
 
 def _peak(m: dict) -> float:
@@ -363,11 +337,7 @@ def _peak(m: dict) -> float:
 def _mib(m: dict) -> str:
     if m["status"] != "ok":
         return m["status"]
-    return f"{_fmt_mib(_peak(m))} (polled {_fmt_mib(m['polled_mib'])})"
-
-
-def _fmt_mib(value: float) -> str:
-    return f"{value:.1f}" if abs(value) < 10 else f"{value:.0f}"
+    return f"{format_mib(_peak(m))} (polled {format_mib(m['polled_mib'])})"
 
 
 def _secs(m: dict, digits: int = 2) -> str:
@@ -574,7 +544,7 @@ def run_bt(args) -> tuple[list[str], list[str], list[str]]:
         ok = growth <= midpoint and _peak(large) < dense
         checks.append(
             f"{_verdict(ok)}: PlackettLuceMM ({what}) peak memory {n0:,}/{m0:,} → {n1:,}/{m1:,}: "
-            f"+{_fmt_mib(_peak(small))} → +{_fmt_mib(_peak(large))} MiB = {growth:.1f}× "
+            f"+{format_mib(_peak(small))} → +{format_mib(_peak(large))} MiB = {growth:.1f}× "
             f"(comparisons ×{cmp_growth:g}, items² ×{sq_growth:g}; target: growth ≤ "
             f"{midpoint:.1f}× = their geometric mean, and below one dense items² float64 "
             f"matrix, {dense:.0f} MiB)"
