@@ -1,8 +1,10 @@
-"""The label models on a Dask cluster: out-of-core Parquet input, same results as in memory.
+"""The label models (and PlackettLuceVI) on a Dask cluster: out-of-core Parquet input, same
+results as in memory.
 
 Needs the ``dask`` extra (``pip install 'crowdbayes[dask]'``); ``import crowdbayes`` never
-imports Dask. See :func:`fit_distributed`, and :mod:`crowdbayes.models.labels._stats` for the
-sufficient-statistics interface that makes one model serve both backends.
+imports Dask. See :func:`fit_distributed`, :func:`fit_rankings_distributed` (PlackettLuceVI), and
+:mod:`crowdbayes.models.labels._stats` for the sufficient-statistics interface that makes one
+model serve both backends.
 """
 
 from __future__ import annotations
@@ -15,5 +17,12 @@ except ImportError as err:  # pragma: no cover - depends on the environment
 
 from ._fit import DistributedFit, cluster_client, fit_distributed
 from ._partitions import parquet_files
+from ._rankings import fit_rankings_distributed
 
-__all__ = ["fit_distributed", "DistributedFit", "cluster_client", "parquet_files"]
+__all__ = [
+    "fit_distributed",
+    "fit_rankings_distributed",
+    "DistributedFit",
+    "cluster_client",
+    "parquet_files",
+]

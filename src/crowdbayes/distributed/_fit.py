@@ -149,24 +149,31 @@ def _unique_tasks(frame: pd.DataFrame, column: str) -> pd.Series:
     return pd.Series(pd.unique(frame[column]), name=column)
 
 
-def _check_grouped(client: Client, frames: list, columns: Columns, fan_in: int) -> None:
-    """Refuse ``grouped=True`` when a task has labels in two partitions: count every task's
-    partitions with a distributed ``value_counts`` of the per-partition distinct tasks (used
-    when the partitions' task-id ranges overlap, e.g. hash-partitioned files)."""
+def _check_grouped(
+    client: Client,
+    frames: list,
+    column: str,
+    fan_in: int,
+    what: str = "labels",
+    unit: str = "task",
+) -> None:
+    """Refuse ``grouped=True`` when a ``unit`` (task, query) has rows in two partitions: count
+    every id's partitions with a distributed ``value_counts`` of the per-partition distinct ids
+    (used when the partitions' id ranges overlap, e.g. hash-partitioned files)."""
     import dask.dataframe as dd
 
-    tasks = dd.from_delayed(
-        [delayed(_unique_tasks, pure=True)(f, columns.task) for f in frames],
-        meta=pd.Series([], dtype=object, name=columns.task),
+    ids = dd.from_delayed(
+        [delayed(_unique_tasks, pure=True)(f, column) for f in frames],
+        meta=pd.Series([], dtype=object, name=column),
         verify_meta=False,
     )
-    counts = tasks.value_counts(split_every=fan_in)
+    counts = ids.value_counts(split_every=fan_in)
     split = counts[counts > 1]
     found = _compute(client, [split.head(3, npartitions=-1), split.size])
     if found[1]:
         raise ValueError(
-            f"labels: grouped=True (--grouped) but {found[1]} task(s) have labels in more than one "
-            f"partition (e.g. {list(found[0].index)}); drop it to shuffle the rows by task"
+            f"{what}: grouped=True (--grouped) but {found[1]} {unit}(s) have {what} in more than "
+            f"one partition (e.g. {list(found[0].index)}); drop it to shuffle the rows by {unit}"
         )
 
 
@@ -294,7 +301,7 @@ def fit_distributed(
         frames = [frame for _, frame in sources]
         names = [name for name, _ in sources]
         if grouped and not disjoint_task_ranges([p[4] for p in parts]):
-            _check_grouped(client, frames, columns, fan_in)
+            _check_grouped(client, frames, columns.task, fan_in)
         else:
             import dask.dataframe as dd
 

@@ -18,6 +18,15 @@ until √(‖Δξ‖² + ‖Δζ‖²) ≤ ε (Eq. 26). The bound after each min
 never decreases and lower-bounds log p(D | η); its value at convergence (L̄∞) chooses η without
 held-out data. With pairs only the algorithm is Jaakkola–Jordan Bayesian logistic regression on
 the differences d_l.
+
+Sufficient statistics: the sums in Eqs. 17–18 and the M_l of Eq. 25 are sums over top-queries
+(:func:`bound_local_stats`: a d × d precision sum, a d-vector and a scalar), and ζ_l, α_l, ξ_l of
+a query depend only on that query and (μ, S) (:meth:`BoundPartition.step`). One iteration is
+therefore a map over partitions of the queries and a small global update
+(:func:`bound_global_update`, O(d³)); :func:`variational_bound_fit` runs the loop
+(:func:`iterate_bound`) on one partition, and
+:func:`crowdbayes.distributed.fit_rankings_distributed` on a Dask cluster, with the same
+functions.
 """
 
 from __future__ import annotations
@@ -134,37 +143,135 @@ class VIResult:
     bounds: _Bounds
 
 
-def _minorize(design: _Design, b: _Bounds, prior_prec, prior_shift, prior_const, prior_logdet):
-    """Eqs. 17–18 and the bound of Eq. 25 for the given ζ, ξ, α."""
+@dataclass(frozen=True)
+class BoundPrior:
+    """The prior N(μ₀, I/η) as Eqs. 17–18 and 25 use it."""
+
+    precision: np.ndarray  # S₀⁻¹ = ηI
+    shift: np.ndarray  # S₀⁻¹μ₀
+    const: float  # μ₀ᵀS₀⁻¹μ₀
+    logdet: float  # log|S₀⁻¹|
+    mean: np.ndarray
+    cov: np.ndarray
+
+    @classmethod
+    def of(cls, eta: float, d: int, prior_mean: np.ndarray | None = None) -> BoundPrior:
+        if not eta > 0:
+            raise ValueError(f"eta (the prior precision) must be positive; got {eta}")
+        mu0 = np.zeros(d) if prior_mean is None else np.asarray(prior_mean, dtype=np.float64)
+        return cls(
+            eta * np.eye(d),
+            eta * mu0,
+            float(eta * mu0 @ mu0),
+            d * np.log(eta),
+            mu0,
+            np.eye(d) / eta,
+        )
+
+
+def bound_local_stats(design: _Design, b: _Bounds) -> dict:
+    """One partition's sums in Eqs. 17–18 and 25 at its local parameters ζ, ξ, α.
+
+    Returns ``precision`` 2(Σ_pairs λ(ζ_l) d_l d_lᵀ + Σ_sets Σ_j λ(ξ_lj) x_j x_jᵀ) (d × d),
+    ``shift`` Σ_pairs d_l/2 + Σ_sets (x_c + Σ_j (2λ(ξ_lj)α_l − ½) x_j) (d,), ``bound``
+    Σ_l M_l (the top-queries' terms of Eq. 25) and ``change2`` 0 (see :class:`BoundPartition`).
+    All are sums over top-queries, so they add over partitions that split the queries.
+    """
     X, n_items = design.X, design.X.shape[0]
     lam_zeta, lam_xi = jj_lambda(b.zeta), jj_lambda(b.xi)
     alpha_per_member = np.repeat(b.alpha, design.set_sizes)
     item_weight = np.bincount(design.set_items, lam_xi, minlength=n_items)
-    precision = prior_prec + 2.0 * (
-        design.pair_quadratic(lam_zeta) + (X * item_weight[:, None]).T @ X
-    )
+    precision = 2.0 * (design.pair_quadratic(lam_zeta) + (X * item_weight[:, None]).T @ X)
     linear_weight = np.bincount(design.set_chosen, minlength=n_items) + np.bincount(
         design.set_items, 2.0 * lam_xi * alpha_per_member - 0.5, minlength=n_items
     )
-    shift = prior_shift + design.pair_sum() / 2.0 + X.T @ linear_weight
-    factor = cho_factor(precision, lower=True)
-    mean = cho_solve(factor, shift)
-    cov = cho_solve(factor, np.eye(len(shift)))
-    logdet_precision = 2.0 * np.log(np.diag(factor[0])).sum()
-
+    shift = design.pair_sum() / 2.0 + X.T @ linear_weight
     pair_terms = log_sigmoid(b.zeta) - b.zeta / 2.0 + lam_zeta * b.zeta**2
     member_terms = log_sigmoid(b.xi) - b.xi / 2.0 + lam_xi * (b.xi**2 - alpha_per_member**2)
     set_terms = (design.set_sizes - 2) * b.alpha / 2.0
     if len(b.alpha):
         set_terms = set_terms + segment_sum(member_terms, design.set_offsets)
+    bound = float(pair_terms.sum() + set_terms.sum())
+    return {"precision": precision, "shift": shift, "bound": bound, "change2": 0.0}
+
+
+def bound_global_update(stats: dict, prior: BoundPrior) -> tuple[np.ndarray, np.ndarray, float]:
+    """MINORIZATION (Eqs. 17–18) and the bound of Eq. 25 from the statistics summed over
+    every partition: S⁻¹ = S₀⁻¹ + Σ precision, μ = S(S₀⁻¹μ₀ + Σ shift); returns (μ, S, L̄)."""
+    precision = prior.precision + stats["precision"]
+    shift = prior.shift + stats["shift"]
+    factor = cho_factor(precision, lower=True)
+    mean = cho_solve(factor, shift)
+    cov = cho_solve(factor, np.eye(len(shift)))
+    logdet_precision = 2.0 * np.log(np.diag(factor[0])).sum()
     bound = (
-        pair_terms.sum()
-        + set_terms.sum()
-        + 0.5 * (prior_logdet - logdet_precision)
+        stats["bound"]
+        + 0.5 * (prior.logdet - logdet_precision)
         + 0.5 * mean @ shift
-        - 0.5 * prior_const
+        - 0.5 * prior.const
     )
     return mean, cov, float(bound)
+
+
+@dataclass
+class BoundPartition:
+    """The top-queries of one partition and their local parameters (ζ, α, ξ live here and
+    never leave it)."""
+
+    design: _Design
+    bounds: _Bounds | None = None
+
+    def step(self, mean: np.ndarray, cov: np.ndarray, inner: _Inner) -> tuple[BoundPartition, dict]:
+        """MAXIMIZATION (Eqs. 19–23) at the globals (μ, S), then this partition's statistics
+        at the new local parameters; ``change2`` is its share of ‖Δξ‖² + ‖Δζ‖² (Eq. 26)."""
+        new = _maximize(self.design, mean, cov, self.bounds, inner)
+        stats = bound_local_stats(self.design, new)
+        if self.bounds is not None:
+            stats["change2"] = float(
+                np.sum((new.xi - self.bounds.xi) ** 2) + np.sum((new.zeta - self.bounds.zeta) ** 2)
+            )
+        return BoundPartition(self.design, new), stats
+
+
+def iterate_bound(
+    first_stats: dict,
+    pass_stats,
+    prior: BoundPrior,
+    *,
+    tol: float,
+    max_iter: int,
+    progress: bool = False,
+    desc: str = "PL-VI",
+    warn_name: str | None = None,
+):
+    """Algorithm 1's loop on summed statistics, for one partition or many.
+
+    ``first_stats`` are the statistics at the starting local parameters, ``pass_stats(μ, S)``
+    runs :meth:`BoundPartition.step` on every partition and returns the summed statistics.
+    Each iteration is a :func:`bound_global_update` (MINORIZATION, the bound) and a pass
+    (MAXIMIZATION); it stops when √(Σ change2) ≤ ``tol`` (Eq. 26). Returns
+    ``(mean, cov, bound_history, run)``.
+    """
+    state: dict = {"stats": first_stats}
+    history: list[float] = []
+
+    def step(_: int) -> float:
+        mean, cov, bound = bound_global_update(state["stats"], prior)
+        state["stats"] = pass_stats(mean, cov)
+        state.update(mean=mean, cov=cov)
+        history.append(bound)
+        return float(np.sqrt(state["stats"]["change2"]))
+
+    run = run_iterations(
+        step,
+        max_iter=max_iter,
+        tol=tol,
+        monitor="change",
+        progress=progress,
+        desc=desc,
+        warn_name=warn_name,
+    )
+    return state["mean"], state["cov"], history, run
 
 
 def _maximize(design: _Design, mean, cov, previous: _Bounds | None, inner) -> _Bounds:
@@ -263,46 +370,45 @@ def variational_bound_fit(
     warn_name: str | None = "PlackettLuceVI",
 ) -> VIResult:
     """Algorithm 1 of Guo et al. (2019) with prior N(prior_mean, I/η); a pure function."""
-    if not eta > 0:
-        raise ValueError(f"eta (the prior precision) must be positive; got {eta}")
     design = _Design.from_rankings(rankings, X)
-    d = X.shape[1]
-    mu0 = np.zeros(d) if prior_mean is None else np.asarray(prior_mean, dtype=np.float64)
-    prior_prec = eta * np.eye(d)
-    prior_shift, prior_const, prior_logdet = eta * mu0, eta * mu0 @ mu0, d * np.log(eta)
-    if inner not in ("newton", "alternate"):
-        raise ValueError(f"inner must be 'newton' or 'alternate'; got {inner!r}")
-    solver = _Inner(inner, inner_tol, inner_max_iter)
+    prior = BoundPrior.of(eta, X.shape[1], prior_mean)
+    solver = make_inner(inner, inner_tol, inner_max_iter)
     if start is None:
-        start = _maximize(design, mu0, np.eye(d) / eta, None, solver)
-    state = {"bounds": start, "history": []}
+        part, first = BoundPartition(design).step(prior.mean, prior.cov, solver)
+    else:
+        part, first = BoundPartition(design, start), bound_local_stats(design, start)
+    parts = [part]
 
-    def step(_: int) -> float:
-        b = state["bounds"]
-        mean, cov, bound = _minorize(design, b, prior_prec, prior_shift, prior_const, prior_logdet)
-        new = _maximize(design, mean, cov, b, solver)
-        state.update(bounds=new, mean=mean, cov=cov)
-        state["history"].append(bound)
-        return float(np.sqrt(np.sum((new.xi - b.xi) ** 2) + np.sum((new.zeta - b.zeta) ** 2)))
+    def pass_stats(mean, cov):
+        parts[0], stats = parts[0].step(mean, cov, solver)
+        return stats
 
-    run = run_iterations(
-        step,
-        max_iter=max_iter,
+    mean, cov, history, run = iterate_bound(
+        first,
+        pass_stats,
+        prior,
         tol=tol,
-        monitor="change",
+        max_iter=max_iter,
         progress=progress,
         desc=f"PL-VI eta={eta:.3g}",
         warn_name=warn_name,
     )
     return VIResult(
-        mean=state["mean"],
-        cov=state["cov"],
-        lower_bound=state["history"][-1],
-        bound_history=state["history"],
+        mean=mean,
+        cov=cov,
+        lower_bound=history[-1],
+        bound_history=history,
         n_iter=run.n_iter,
         converged=run.converged,
-        bounds=state["bounds"],
+        bounds=parts[0].bounds,
     )
+
+
+def make_inner(inner: str, inner_tol: float, inner_max_iter: int) -> _Inner:
+    """The per-set solver options, validated."""
+    if inner not in ("newton", "alternate"):
+        raise ValueError(f"inner must be 'newton' or 'alternate'; got {inner!r}")
+    return _Inner(inner, inner_tol, inner_max_iter)
 
 
 class PlackettLuceVI(FeatureModel):
@@ -347,6 +453,13 @@ class PlackettLuceVI(FeatureModel):
     bound_history_ : L̄_k per iteration (never decreases).
     eta_curve_ : DataFrame (eta, lower_bound, n_iter, converged) when ``eta="auto"``.
     n_iter_, converged_ : iterations of Algorithm 1 (plus the Gaussian refinement).
+
+    Notes
+    -----
+    With ``method="bound"`` and a numeric ``eta`` the fit is a map over partitions of the
+    queries plus a d × d global update, and
+    :func:`crowdbayes.distributed.fit_rankings_distributed` runs it on a Dask cluster (see
+    the module docstring).
     """
 
     def __init__(
@@ -406,11 +519,7 @@ class PlackettLuceVI(FeatureModel):
         else:
             eta = float(self.eta)
             result = variational_bound_fit(rankings, X, eta=eta, **options)
-        self.eta_ = eta
-        self.lower_bound_ = result.lower_bound
-        self.bound_history_ = list(result.bound_history)
-        self.n_iter_ = result.n_iter
-        self.converged_ = result.converged
+        self._set_bound_fit(eta, result)
         mean, cov = result.mean, result.cov
         if self.method == "gaussian":
             mean, cov, n_refine, refined = gaussian_vi_fit(
@@ -425,6 +534,26 @@ class PlackettLuceVI(FeatureModel):
             self.n_iter_ += n_refine
             self.converged_ = self.converged_ and refined
         self._set_posterior(rankings, mean, cov)
+
+    def _set_bound_fit(self, eta: float, result: VIResult) -> None:
+        self.eta_ = eta
+        self.lower_bound_ = result.lower_bound
+        self.bound_history_ = list(result.bound_history)
+        self.n_iter_ = result.n_iter
+        self.converged_ = result.converged
+
+    def check_bound_params(self) -> float:
+        """The numeric ``eta`` of a ``method="bound"`` fit (what the distributed backend
+        supports), or a ValueError naming what is not supported."""
+        if self.method != "bound":
+            raise ValueError(
+                f"PlackettLuceVI: only method='bound' is a sum over top-queries; got "
+                f"method={self.method!r}"
+            )
+        if isinstance(self.eta, str):
+            raise ValueError("PlackettLuceVI: give a numeric eta (eta='auto' is in-memory only)")
+        make_inner(self.inner, self.inner_tol, self.inner_max_iter)
+        return float(self.eta)
 
     def _extra_state(self) -> dict:
         return {
