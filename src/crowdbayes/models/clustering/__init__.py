@@ -1,9 +1,24 @@
 """Crowd clustering from pairwise must-link / cannot-link judgments.
 
-``LinkClustering`` (links only, numpy) is here; SCDC and BayesSCDC (PyTorch, the
-``crowdbayes[deep]`` extra) will join it and must keep ``import crowdbayes`` free of torch.
+``LinkClustering`` (links only, numpy) is imported eagerly. ``SCDC`` and ``BayesSCDC`` (PyTorch,
+the ``crowdbayes[deep]`` extra) live in :mod:`crowdbayes.models.clustering.deep` and are loaded
+on first access, so ``import crowdbayes`` never imports torch.
 """
 
 from .link_vb import LinkClustering
 
-__all__ = ["LinkClustering"]
+__all__ = ["LinkClustering", "SCDC", "BayesSCDC"]
+
+_DEEP = ("SCDC", "BayesSCDC")
+
+
+def __getattr__(name: str):
+    if name in _DEEP:
+        try:
+            from . import deep
+        except ImportError as error:  # torch missing: say which extra provides it
+            raise ImportError(
+                f"{name} needs PyTorch: pip install 'crowdbayes[deep]' ({error})"
+            ) from error
+        return getattr(deep, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,0 +1,128 @@
+"""BayesSCDC on the pinwheel data (Luo et al. 2018, §5.1; issue 6 acceptance target 1).
+
+Per seed: ``make_pinwheel`` (5 arms × 100 points), 100 random points annotated by 20 workers
+× 49 pairs with α = β = 0.9 (``simulate_pair_links``), BayesSCDC with K = 15, d = 2, MLPs of
+2 × 40, batch 50. Rows: with annotations, and without annotations (with ``--n-init``
+restarts and with a single start); ``--scdc`` adds SCDC with annotations. Accuracy (best
+one-to-one matching), NMI, clusters used, seconds per fit.
+
+    .venv/bin/python benchmarks/cluster_pinwheel.py                  # 5 seeds
+    .venv/bin/python benchmarks/cluster_pinwheel.py --seeds 0 --epochs 40
+
+Prints a markdown report; ``--output FILE`` also writes it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+
+for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+
+from _common import command_line, load_average, machine_lines, write_report  # noqa: E402
+from crowdbayes.datasets.clustering import make_pinwheel, simulate_pair_links  # noqa: E402
+from crowdbayes.metrics.clustering import (  # noqa: E402
+    normalized_mutual_info,
+    unsupervised_accuracy,
+)
+from crowdbayes.models.clustering.deep import SCDC, BayesSCDC  # noqa: E402
+
+
+def one_run(seed: int, with_links: bool, n_init: int, args, model_class=BayesSCDC) -> dict:
+    X, y = make_pinwheel(random_state=seed)
+    rng = np.random.default_rng(seed)
+    annotated = rng.choice(len(X), size=100, replace=False)
+    sim = simulate_pair_links(
+        y,
+        n_workers=20,
+        pairs_per_worker=49,
+        alpha=0.9,
+        beta=0.9,
+        items=annotated,
+        random_state=seed,
+    )
+    links = sim.to_links(observations=X) if with_links else None
+    model = model_class(
+        n_clusters=15,
+        latent_dim=2,
+        hidden=(40, 40),
+        decoder="gaussian",
+        epochs=args.epochs,
+        batch_size=50,
+        warmup_epochs=max(args.epochs // 5, 1),
+        n_init=n_init,
+        device=args.device,
+        random_state=seed,
+    )
+    start = time.perf_counter()
+    model.fit(X, links)
+    seconds = time.perf_counter() - start
+    pred = model.assignments_.to_numpy()
+    return {
+        "acc": unsupervised_accuracy(y, pred),
+        "nmi": normalized_mutual_info(y, pred),
+        "used": model.n_clusters_used_,
+        "seconds": seconds,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
+    parser.add_argument("--epochs", type=int, default=100)
+    parser.add_argument("--n-init", type=int, default=3)
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--scdc", action="store_true", help="also run SCDC (with links)")
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--output", type=Path, default=None)
+    args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+    lines = ["# BayesSCDC on pinwheel (5 × 100 points, 980 links on 100 points)", ""]
+    lines += [f"- command: `{command_line()}`", *machine_lines()]
+    lines += [f"- torch threads: {torch.get_num_threads()}, load at start: {load_average()}", ""]
+    lines += [
+        "| setting | seed | accuracy | NMI | clusters used | seconds |",
+        "|---|---|---|---|---|---|",
+    ]
+    settings = [
+        (f"links, n_init={args.n_init}", True, args.n_init),
+        (f"no links, n_init={args.n_init}", False, args.n_init),
+        ("no links, n_init=1", False, 1),
+    ]
+    settings = [(*row, BayesSCDC) for row in settings]
+    if args.scdc:
+        settings.append((f"SCDC, links, n_init={args.n_init}", True, args.n_init, SCDC))
+    summary = []
+    for name, with_links, n_init, model_class in settings:
+        rows = []
+        for seed in args.seeds:
+            row = one_run(seed, with_links, n_init, args, model_class)
+            rows.append(row)
+            lines.append(
+                f"| {name} | {seed} | {row['acc']:.3f} | {row['nmi']:.3f} | {row['used']} | "
+                f"{row['seconds']:.1f} |"
+            )
+            print(lines[-1], file=sys.stderr, flush=True)
+        acc = np.mean([r["acc"] for r in rows])
+        nmi = np.mean([r["nmi"] for r in rows])
+        used = [r["used"] for r in rows]
+        summary.append(f"| {name} | {acc:.3f} | {nmi:.3f} | {min(used)}–{max(used)} |")
+    lines += ["", "Mean over seeds (paper: 0.966 accuracy / 0.94 NMI with links):", ""]
+    lines += ["| setting | accuracy | NMI | clusters used |", "|---|---|---|---|", *summary]
+    text = "\n".join(lines) + "\n"
+    print(text)
+    if args.output is not None:
+        write_report(args.output, text)
+
+
+if __name__ == "__main__":
+    main()
