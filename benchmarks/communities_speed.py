@@ -5,14 +5,19 @@ planted communities, each with the same number of comparisons. For every size th
 builds the sampler's inputs once, then times, in this process and one after the other,
 
 - the sequential-CRP initialisation of a chain (``init="sequential"``),
-- blocked Gibbs sweeps (single-user moves + EP refits of the changed communities; the
+- blocked Gibbs sweeps after ``--warmup`` untimed ones (single-user moves + EP refits of
+  the changed communities; the
   per-sweep split–merge moves are timed apart, as they do not scale with the users),
 - split–merge moves (mean seconds per move).
 
+Two series: users ``--users`` (100..10,000) on ``--items`` items, then items
+``--item-grid`` (50..800) for ``--item-users`` users; ``--n-inducing M`` adds the items series
+again with every community's EP on ``M`` inducing items.
+
 Run from the repository root on an otherwise idle machine::
 
-    .venv/bin/python benchmarks/communities_speed.py                       # 100..2000 users
-    .venv/bin/python benchmarks/communities_speed.py --users 1000 --items 50 100 200
+    .venv/bin/python benchmarks/communities_speed.py                       # both series
+    .venv/bin/python benchmarks/communities_speed.py --users 1000 --item-grid  # one size
 
 Writes ``benchmarks/results/communities_speed.md`` (``--output`` changes it).
 """
@@ -41,22 +46,33 @@ from crowdbayes.models.communities import (  # noqa: E402
 from crowdbayes.models.communities.sampler import _Chain  # noqa: E402
 
 
-def measure(n_users: int, n_items: int, pairs: int, communities: int, sweeps: int, seed: int):
+def measure(
+    n_users: int,
+    n_items: int,
+    pairs: int,
+    communities: int,
+    sweeps: int,
+    seed: int,
+    n_inducing: int | None = None,
+    warmup: int = 2,
+):
     sim = simulate_community_preferences(
         n_users, n_items, communities, pairs, noise=0.5, random_state=seed
     )
     model = CommunityPreferences(
-        noise=0.5, concentration=0.5, n_sweeps=1, burn_in=0, n_chains=1, split_merge=0
+        noise=0.5, concentration=0.5, n_chains=1, split_merge=0, n_inducing=n_inducing
     )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        model.fit(sim.comparisons, items=sim.items)  # builds the per-user data and the prior
+        model._prepare(sim.comparisons, sim.items)  # the per-user data and the kernel only
     settings = model._settings()
     settings.split_merge = 0
     rng = np.random.default_rng(seed)
     start = time.perf_counter()
     chain = _Chain(model._users, settings, rng)
     init = time.perf_counter() - start
+    for _ in range(warmup):  # untimed: the first sweeps from the initial seating move many users
+        chain.sweep()
     times, sizes = [], []
     for _ in range(sweeps):
         start = time.perf_counter()
@@ -69,6 +85,7 @@ def measure(n_users: int, n_items: int, pairs: int, communities: int, sweeps: in
     return {
         "users": n_users,
         "items": n_items,
+        "inducing": "–" if n_inducing is None else n_inducing,
         "comparisons": len(sim.comparisons),
         "init_s": init,
         "sweep_s": float(np.mean(times)),
@@ -81,11 +98,23 @@ def measure(n_users: int, n_items: int, pairs: int, communities: int, sweeps: in
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--users", type=int, nargs="+", default=[100, 250, 500, 1000, 2000])
-    parser.add_argument("--items", type=int, nargs="+", default=[100])
+    parser.add_argument(
+        "--users", type=int, nargs="+", default=[100, 250, 500, 1000, 2000, 5000, 10000]
+    )
+    parser.add_argument("--items", type=int, default=100, help="items of the users series")
+    parser.add_argument(
+        "--item-grid",
+        type=int,
+        nargs="*",
+        default=[50, 100, 200, 400, 800],
+        help="items of the items series (empty: no items series)",
+    )
+    parser.add_argument("--item-users", type=int, default=1000, help="users of the items series")
+    parser.add_argument("--n-inducing", type=int, default=None)
     parser.add_argument("--pairs", type=int, default=20, help="comparisons per user")
     parser.add_argument("--communities", type=int, default=4)
     parser.add_argument("--sweeps", type=int, default=3, help="timed sweeps per size")
+    parser.add_argument("--warmup", type=int, default=2, help="untimed sweeps before them")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--output", type=Path, default=RESULTS / "communities_speed.md")
     args = parser.parse_args()
@@ -93,31 +122,49 @@ def main() -> None:
     lines += machine_lines()
     lines += [
         f"- data: {args.communities} planted communities, {args.pairs} comparisons per user, "
-        "noise 0.5, 2 item features; sampler `blocked`, λ = 0.5",
+        "noise 0.5, 2 item features; sampler `blocked`, λ = 0.5; "
+        f"{args.sweeps} timed sweeps after {args.warmup} untimed ones",
         "",
-        "| users | items | comparisons | init (s) | sweep mean (s) | sweep min (s) | "
+        "| users | items | inducing | comparisons | init (s) | sweep mean (s) | sweep min (s) | "
         "ms per user | communities | split–merge (s/move) |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
+    sizes = [(u, args.items, None) for u in args.users]
+    sizes += [
+        (args.item_users, n, None)
+        for n in args.item_grid
+        if (args.item_users, n, None) not in sizes
+    ]
+    if args.n_inducing is not None:
+        sizes += [(args.item_users, n, args.n_inducing) for n in args.item_grid]
     rows = []
-    for n_items in args.items:
-        for n_users in args.users:
-            row = measure(n_users, n_items, args.pairs, args.communities, args.sweeps, args.seed)
-            rows.append(row)
-            text = (
-                f"| {row['users']} | {row['items']} | {row['comparisons']} | "
-                f"{row['init_s']:.2f} | {row['sweep_s']:.2f} | {row['sweep_min_s']:.2f} | "
-                f"{1000 * row['sweep_s'] / row['users']:.2f} | {row['communities']} | "
-                f"{row['split_merge_s']:.2f} |"
-            )
-            print(text, flush=True)
-            lines.append(text)
+    for n_users, n_items, n_inducing in sizes:
+        row = measure(
+            n_users,
+            n_items,
+            args.pairs,
+            args.communities,
+            args.sweeps,
+            args.seed,
+            n_inducing,
+            args.warmup,
+        )
+        rows.append(row)
+        text = (
+            f"| {row['users']} | {row['items']} | {row['inducing']} | {row['comparisons']} | "
+            f"{row['init_s']:.2f} | {row['sweep_s']:.2f} | {row['sweep_min_s']:.2f} | "
+            f"{1000 * row['sweep_s'] / row['users']:.2f} | {row['communities']} | "
+            f"{row['split_merge_s']:.2f} |"
+        )
+        print(text, flush=True)
+        lines.append(text)
     by_items = {}
     for row in rows:
-        by_items.setdefault(row["items"], []).append(row)
+        if row["inducing"] == "–":
+            by_items.setdefault(row["items"], []).append(row)
     lines.append("")
     for n_items, group in by_items.items():
-        if len(group) > 1:
+        if len(group) > 2:
             users = np.array([r["users"] for r in group], dtype=float)
             sweep = np.array([r["sweep_s"] for r in group])
             slope, intercept = np.polyfit(users, sweep, 1)

@@ -19,6 +19,7 @@ from ...kernels import Independent, Kernel, kernel_from_saved, kernel_name
 from ...linalg import safe_cholesky
 from ..gp_preference import GPPreferenceEP, LatentPosterior, pair_probabilities
 from ._crp import canonical_labels, co_membership, least_squares_partition
+from ._sparse import InducingBasis, SparsePosterior, choose_inducing
 from .sampler import SAMPLERS, SamplerSettings, UserData, fit_community, run_chain
 
 __all__ = ["CommunityPreferences", "communities_table"]
@@ -76,6 +77,12 @@ class CommunityPreferences:
     ties : {"drop", "half"}
         As in :class:`~crowdbayes.models.gp_preference.GPPreferenceEP`.
     damping, ep_max_iter, ep_tol : settings of the EP runs inside the sampler.
+    n_inducing : int, optional
+        For large item sets: run every community's EP on this many inducing items (chosen by
+        farthest-point selection in feature space among the compared items) under the
+        projected-process / DTC prior ``Q = K_nm K_mm⁻¹ K_mn`` (:mod:`._sparse`), ``O(P M² +
+        M³)`` per EP sweep instead of ``O(N³)``. With every compared item inducing it equals
+        the exact EP. None (default): exact.
     random_state : int, Generator or None
     progress : bool
         Show a progress bar over the sweeps of each chain.
@@ -124,6 +131,7 @@ class CommunityPreferences:
         damping: float = 0.5,
         ep_max_iter: int = 100,
         ep_tol: float = 1e-3,
+        n_inducing: int | None = None,
         random_state: RandomState = None,
         progress: bool = False,
     ) -> None:
@@ -145,6 +153,7 @@ class CommunityPreferences:
         self.damping = damping
         self.ep_max_iter = ep_max_iter
         self.ep_tol = ep_tol
+        self.n_inducing = n_inducing
         self.random_state = random_state
         self.progress = progress
 
@@ -169,6 +178,12 @@ class CommunityPreferences:
             raise ValueError(
                 f"{name}: split_merge must be a non-negative integer; got {self.split_merge!r}"
             )
+        if self.n_inducing is not None and (
+            not isinstance(self.n_inducing, (int, np.integer)) or self.n_inducing < 2
+        ):
+            raise ValueError(
+                f"{name}: n_inducing must be None or an integer ≥ 2; got {self.n_inducing!r}"
+            )
         if not 0 <= self.burn_in < self.n_sweeps:
             raise ValueError(
                 f"{name}: burn_in must be in [0, n_sweeps={self.n_sweeps}); got {self.burn_in}"
@@ -189,42 +204,12 @@ class CommunityPreferences:
         table when passing a DataFrame or path)."""
         self._check_params()
         name = type(self).__name__
-        data = as_comparisons(comparisons, items=items)
-        keep = np.ones(data.n_comparisons, dtype=bool)
-        self.n_ties_dropped_ = 0
-        if self.ties == "drop" and data.n_ties:
-            keep = data.outcome != 0
-            if not keep.any():
-                raise ValueError(
-                    f"{name}: all {data.n_ties} comparisons are ties; pass ties='half' to use them"
-                )
-            self.n_ties_dropped_ = data.n_ties
-            warnings.warn(
-                f"{name}: dropped {data.n_ties} tie(s) of {data.n_comparisons} comparisons "
-                "(pass ties='half' to count a tie as half a win each)",
-                DataWarning,
-                stacklevel=2,
+        self._prepare(comparisons, items)
+        if self.n_inducing is not None and self.feature_names_ is None:
+            raise ValueError(
+                f"{name}: n_inducing={self.n_inducing} needs item features (without them the "
+                "items are independent and inducing items carry nothing about the others)"
             )
-        user_codes, users = pd.factorize(data.worker_codes[keep], sort=True)
-        self.worker_ids_ = data.worker_ids[users]
-        train = np.unique(np.concatenate([data.left_codes[keep], data.right_codes[keep]]))
-        self.item_ids_, self.feature_names_, self._train = data.item_ids, data.feature_names, train
-        if data.has_features:
-            self._X = data.X
-            base = GPPreferenceEP(self.kernel, self.lengthscale, self.output_scale)
-            self.kernel_ = base._make_kernel(data.X[train])
-        else:
-            self._X = np.arange(data.n_items, dtype=np.float64)[:, None]
-            self.kernel_ = Independent(self.output_scale)
-        self._users = UserData.build(
-            user_codes,
-            np.searchsorted(train, data.left_codes[keep]),
-            np.searchsorted(train, data.right_codes[keep]),
-            data.outcome[keep],
-            len(users),
-            len(train),
-        )
-        self._n_comparisons = np.diff(self._users.start)
         settings = self._settings()
         chains = []
         for i, rng in enumerate(spawn_generators(as_generator(self.random_state), self.n_chains)):
@@ -266,11 +251,61 @@ class CommunityPreferences:
         self._summarise(partition_sites=None)
         return self
 
+    def _prepare(self, comparisons, items) -> None:
+        """The sampler's inputs from the data (worker and item codes, each user's comparisons,
+        the kernel); no sampling."""
+        name = type(self).__name__
+        data = as_comparisons(comparisons, items=items)
+        keep = np.ones(data.n_comparisons, dtype=bool)
+        self.n_ties_dropped_ = 0
+        if self.ties == "drop" and data.n_ties:
+            keep = data.outcome != 0
+            if not keep.any():
+                raise ValueError(
+                    f"{name}: all {data.n_ties} comparisons are ties; pass ties='half' to use them"
+                )
+            self.n_ties_dropped_ = data.n_ties
+            warnings.warn(
+                f"{name}: dropped {data.n_ties} tie(s) of {data.n_comparisons} comparisons "
+                "(pass ties='half' to count a tie as half a win each)",
+                DataWarning,
+                stacklevel=3,
+            )
+        user_codes, users = pd.factorize(data.worker_codes[keep], sort=True)
+        self.worker_ids_ = data.worker_ids[users]
+        train = np.unique(np.concatenate([data.left_codes[keep], data.right_codes[keep]]))
+        self.item_ids_, self.feature_names_, self._train = data.item_ids, data.feature_names, train
+        if data.has_features:
+            self._X = data.X
+            base = GPPreferenceEP(self.kernel, self.lengthscale, self.output_scale)
+            self.kernel_ = base._make_kernel(data.X[train])
+        else:
+            self._X = np.arange(data.n_items, dtype=np.float64)[:, None]
+            self.kernel_ = Independent(self.output_scale)
+        self._users = UserData.build(
+            user_codes,
+            np.searchsorted(train, data.left_codes[keep]),
+            np.searchsorted(train, data.right_codes[keep]),
+            data.outcome[keep],
+            len(users),
+            len(train),
+        )
+        self._n_comparisons = np.diff(self._users.start)
+
     def _settings(self, sampler: str | None = None) -> SamplerSettings:
-        K = self.kernel_(self._X[self._train])
+        X = self._X[self._train]
+        basis = None
+        if getattr(self, "n_inducing", None) is None:
+            K = self.kernel_(X)
+            chol = safe_cholesky(K, what=f"{type(self).__name__}: prior covariance")
+        else:
+            inducing = choose_inducing(X, int(self.n_inducing))
+            basis = InducingBasis.build(self.kernel_(X[inducing], X), inducing)
+            K, chol = basis.prior_cov, None
         return SamplerSettings(
             K=K,
-            chol=safe_cholesky(K, what=f"{type(self).__name__}: prior covariance"),
+            chol=chol,
+            basis=basis,
             noise=self.noise,
             damping=self.damping,
             ep_max_iter=self.ep_max_iter,
@@ -311,7 +346,7 @@ class CommunityPreferences:
         )
         self._cache: dict[int, LatentPosterior] = {}
         settings = self._settings("blocked")
-        self._chol = settings.chol
+        self._chol, self._basis = settings.chol, settings.basis
         if partition_sites is None:
             partition_sites = []
             for c in range(partition.max() + 1):
@@ -329,8 +364,10 @@ class CommunityPreferences:
             frames, keys=range(len(frames)), names=["community", "item"]
         )
 
-    def _posterior(self, sites) -> LatentPosterior:
+    def _posterior(self, sites) -> LatentPosterior | SparsePosterior:
         left, right, tau, nu = sites
+        if self._basis is not None:
+            return SparsePosterior(self._basis, left, right, tau, nu)
         return LatentPosterior(self._chol, left, right, tau, linear=nu)
 
     def _version_posterior(self, version: int) -> LatentPosterior:
@@ -440,7 +477,7 @@ class CommunityPreferences:
                 k: getattr(self, k)
                 for k in ("noise", "concentration", "sampler", "ties", "damping")
                 + ("ep_max_iter", "ep_tol", "n_sweeps", "burn_in", "thin", "n_chains", "init")
-                + ("split_merge", "n_predictive")
+                + ("split_merge", "n_predictive", "n_inducing")
             },
             "concentration_prior": self.concentration_prior,
             "n_ties_dropped": self.n_ties_dropped_,

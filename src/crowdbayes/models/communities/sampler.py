@@ -13,15 +13,19 @@ user's comparisons (their Eq. 19). Two samplers:
 
 ``"blocked"`` (the paper's scheme, linear in users)
     ``p(D_u | D_{c∖u})`` is the ADF evidence (:mod:`._adf`) of ``D_u`` under the marginal over
-    the user's items of the community posterior fitted at the end of the previous sweep, with
-    the user's own EP sites removed when the user was a member then (a leave-one-out
-    cavity: the paper's Eq. 19 integrates over ``p(f | c*, D)``, which would
-    otherwise count ``D_u`` twice). The new-community term uses the GP prior. After the sweep
-    empty communities are garbage-collected and only communities whose members changed are
-    refitted, EP warm-started from their previous sites (matched by member). Cost per sweep:
+    the user's items of community ``c``'s current Gaussian belief: the EP posterior fitted at
+    the end of the previous sweep, with the user's own EP sites removed when the user was a
+    member then (a leave-one-out cavity: the paper's Eq. 19 integrates over ``p(f | c*, D)``,
+    which would otherwise count ``D_u`` twice), and updated within the sweep as users move
+    (a leaver's sites divided out exactly, a joiner's comparisons filtered in by ADF), so the
+    belief always matches the members the CRP weight ``n_c`` counts. The new-community term
+    is the ADF evidence under the GP prior. After the sweep empty communities are
+    garbage-collected and only communities whose members changed are refitted, EP
+    warm-started from their previous sites (matched by member). Cost per sweep:
     ``O(U C P s²)`` for ``U`` users with ``P`` comparisons on ``s`` items and ``C``
-    communities, plus one warm EP (``O(N³)`` per EP iteration) per changed community. The
-    draws follow these approximate conditionals, not an exact Gibbs kernel.
+    communities, ``O(P N²)`` per user who moves, plus one warm EP (``O(N³)`` per EP
+    iteration, ``O(P M² + M³)`` with ``M`` inducing items, :mod:`._sparse`) per changed
+    community. The draws follow these approximate conditionals, not an exact Gibbs kernel.
 ``"collapsed"`` (exact with respect to the EP evidence, for small problems and checking)
     ``p(D_u | D_{c∖u}) = Z_EP(D_{c∖u} ∪ D_u) / Z_EP(D_{c∖u})``, the EP marginal likelihoods
     of the two member sets (memoised). This is a Gibbs sampler whose stationary distribution is
@@ -49,6 +53,7 @@ from ..gp_preference import LatentPosterior, PairCounts, expectation_propagation
 from ..gp_preference._likelihood import difference_scale
 from ._adf import adf_filter, adf_log_evidence
 from ._crp import sample_concentration
+from ._sparse import InducingBasis, sparse_ep
 
 __all__ = [
     "SAMPLERS",
@@ -59,6 +64,7 @@ __all__ = [
     "run_chain",
     "fit_community",
     "user_marginal",
+    "remove_sites",
 ]
 
 SAMPLERS = ("blocked", "collapsed")
@@ -166,10 +172,20 @@ class SamplerSettings:
     init: str | int
     split_merge: int = 2
     memo_size: int = 2048
+    #: inducing items (:mod:`._sparse`): EP per community on ``M`` inducing values, ``K`` is
+    #: then the DTC prior ``Q = ΦᵀΦ`` and ``chol`` is unused
+    basis: InducingBasis | None = None
 
     @property
     def alpha(self) -> float:
         return difference_scale(self.noise)
+
+    def prior_block(self, items: np.ndarray) -> np.ndarray:
+        """Prior covariance of the utilities of ``items`` (the new-community belief)."""
+        if self.basis is not None:
+            phi = self.basis.phi[:, items]
+            return phi.T @ phi
+        return self.K[np.ix_(items, items)]
 
 
 def fit_community(
@@ -189,16 +205,17 @@ def fit_community(
         sites = (tau, nu)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", ConvergenceWarning)
-        result = expectation_propagation(
-            settings.K,
-            pairs,
-            noise=settings.noise,
-            damping=settings.damping,
-            max_iter=settings.ep_max_iter,
-            tol=settings.ep_tol,
-            sites=sites,
-            chol_prior=settings.chol,
-        )
+        options = {
+            "noise": settings.noise,
+            "damping": settings.damping,
+            "max_iter": settings.ep_max_iter,
+            "tol": settings.ep_tol,
+            "sites": sites,
+        }
+        if settings.basis is not None:
+            result = sparse_ep(settings.basis, pairs, **options)
+        else:
+            result = expectation_propagation(settings.K, pairs, chol_prior=settings.chol, **options)
     for warning in caught:
         if not issubclass(warning.category, ConvergenceWarning):
             warnings.warn_explicit(
@@ -227,13 +244,23 @@ def user_marginal(data: UserData, community: Community, u: int) -> tuple[np.ndar
     """
     post = community.posterior
     items = data.items[u]
-    mean = post.mean[items]
-    cov = post.cov[np.ix_(items, items)]
+    if hasattr(post, "block"):  # inducing items: no N × N covariance
+        mean, cov = post.block(items)
+    else:
+        mean, cov = post.mean[items], post.cov[np.ix_(items, items)]
     if u not in community.members:
         return mean, cov
-    pairs = data.pairs[u]
     a, b = community.offsets[u]
-    tau, nu = community.tau[a:b], community.nu[a:b]
+    return remove_sites(mean, cov, data.pairs[u], community.tau[a:b], community.nu[a:b])
+
+
+def remove_sites(
+    mean: np.ndarray, cov: np.ndarray, pairs: PairCounts, tau: np.ndarray, nu: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Divide the difference sites ``(τ, ν)`` on ``pairs`` (item codes into ``mean``) out of the
+    Gaussian ``N(mean, cov)``: the Woodbury update of :func:`user_marginal`. Exact whatever
+    else was multiplied into the Gaussian since the sites were; returns the input unchanged
+    when round-off makes the result improper."""
     C = cov[:, pairs.left] - cov[:, pairs.right]
     G = C[pairs.left] - C[pairs.right]
     root = np.sqrt(tau)
@@ -330,8 +357,22 @@ class _Chain:
         return label
 
     def _sweep_blocked(self) -> None:
+        """One blocked sweep. Community beliefs follow the memberships within the sweep: when
+        user ``u`` leaves ``c0`` its EP sites are divided out of ``c0``'s Gaussian
+        (:func:`remove_sites`), when it joins ``c`` its comparisons are filtered into ``c``'s
+        (ADF), so a community's belief always matches the members its CRP weight counts (a
+        community opened in this sweep is not weighed by its size with the posterior of its
+        first member only). Only communities changed in the sweep hold a dense copy."""
         data, settings = self.data, self.settings
-        alpha, K = settings.alpha, settings.K
+        alpha = settings.alpha
+        beliefs: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+
+        def full(c: int) -> tuple[np.ndarray, np.ndarray]:
+            if c not in beliefs:
+                post = self.communities[c].posterior
+                return post.mean.copy(), post.cov.copy()
+            return beliefs[c]
+
         for u in self.rng.permutation(data.n_users):
             c0 = int(self.z[u])
             labels = self._candidates(u)
@@ -339,19 +380,39 @@ class _Chain:
             s = len(items)
             means = np.zeros((len(labels) + 1, s))
             covs = np.empty((len(labels) + 1, s, s))
+            own = self.communities[c0]
             for i, c in enumerate(labels):
-                means[i], covs[i] = user_marginal(data, self.communities[c], u)
-            covs[-1] = K[np.ix_(items, items)]
+                if c in beliefs:
+                    mean, cov = beliefs[c]
+                    means[i], covs[i] = mean[items], cov[np.ix_(items, items)]
+                    if c == c0 and u in own.members:
+                        a, b = own.offsets[u]
+                        means[i], covs[i] = remove_sites(
+                            means[i], covs[i], data.pairs[u], own.tau[a:b], own.nu[a:b]
+                        )
+                else:
+                    means[i], covs[i] = user_marginal(data, self.communities[c], u)
+            covs[-1] = settings.prior_block(items)
             log_ev = adf_log_evidence(means, covs, data.pairs[u], alpha)
             sizes = np.array([len(self.members[c]) for c in labels] + [self.lam], dtype=float)
             pick = self._choose(np.log(sizes) + log_ev)
             if pick < len(labels):
                 c = labels[pick]
-            elif not self.members[c0] and self.communities[c0].members == {u}:
+            elif not self.members[c0] and own.members == {u}:
                 c = c0  # the user's own singleton is already the new community's posterior
             else:
                 c = self._new_label()
                 self.communities[c] = self._fit({u})
+            if c != c0:
+                if self.members[c0] and u in own.members:
+                    a, b = own.offsets[u]
+                    beliefs[c0] = remove_sites(
+                        *full(c0), data.global_pairs[u], own.tau[a:b], own.nu[a:b]
+                    )
+                if self.communities[c].members != {u}:
+                    mean, cov = full(c)
+                    _, mean, cov = adf_filter(mean[None], cov[None], data.global_pairs[u], alpha)
+                    beliefs[c] = (mean[0], cov[0])
             self._assign(u, c)
         for c in list(self.communities):
             members = self.members.get(c)
@@ -402,7 +463,7 @@ class _Chain:
             covs = np.empty((len(beliefs) + 1, len(items), len(items)))
             for c, (mean, cov) in enumerate(beliefs):
                 means[c], covs[c] = mean[items], cov[np.ix_(items, items)]
-            covs[-1] = K[np.ix_(items, items)]
+            covs[-1] = self.settings.prior_block(items)
             log_ev = adf_log_evidence(means, covs, data.pairs[u], alpha)
             c = self._choose(np.log(np.array(sizes + [self.lam], dtype=float)) + log_ev)
             if c == len(beliefs):
