@@ -11,6 +11,9 @@
     crowdbayes prefs fit COMPARISONS --items ITEMS [--workers WORKERS]
                          [--model gppl|crowdgppl|gppl-vi|ep] --save MODEL [--out UTILITIES]
     crowdbayes prefs predict MODEL --pairs PAIRS [--items ITEMS] [--workers WORKERS] --out P
+    crowdbayes cluster fit --links LINKS [--features FILE] [--model links-vb|scdc|bayes-scdc]
+                           [--clusters K] --out ASSIGNMENTS [--proba] [--workers-out FILE]
+                           [--seed N] [--epochs N] [--device cpu|cuda]
     crowdbayes datasets list
 
 Each command family lives in its own module with a ``register(commands)`` function that adds its
@@ -28,12 +31,12 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from . import datasets, labels, prefs, rank
+from . import cluster, datasets, labels, prefs, rank
 from ._common import EXIT_ERROR, CommandError
 
 __all__ = ["main", "CommandError", "EXIT_ERROR"]
 
-_FAMILIES = (labels, rank, prefs, datasets)
+_FAMILIES = (labels, rank, prefs, cluster, datasets)
 
 
 def _parser() -> argparse.ArgumentParser:

@@ -1,0 +1,289 @@
+"""``crowdbayes cluster fit``: crowd clustering from must-link / cannot-link judgments.
+
+crowdbayes cluster fit --links LINKS [--features FILE] [--model links-vb|scdc|bayes-scdc]
+                       [--clusters K] --out ASSIGNMENTS [--proba] [--workers-out FILE]
+                       [--seed N] [--epochs N] [--device cpu|cuda] [--progress/--no-progress]
+
+LINKS is a ``worker,left,right,label`` table (label 1 = must-link, 0 = cannot-link; CSV, TSV or
+Parquet). ``links-vb`` (:class:`~crowdbayes.models.clustering.LinkClustering`, numpy) clusters
+the linked items from the links alone. ``scdc`` and ``bayes-scdc`` (Luo et al. 2018; PyTorch,
+``pip install 'crowdbayes[deep]'``) also model the items' features and so cluster every item
+with features, linked or not; they need ``--features``:
+
+- a table (CSV/TSV/Parquet) with an ``item`` column (the ids used in LINKS) and numeric
+  feature columns, one row per item; or
+- a ``.npy`` array of shape ``(n_items, ...)`` whose row ``i`` is item ``i``: the ids in LINKS
+  are then the integers ``0 … n_items−1``.
+
+ASSIGNMENTS has one row per item: ``item, cluster, probability`` (the posterior probability of
+the chosen cluster), and with ``--proba`` also ``p_0 … p_{K−1}``. ``--workers-out`` writes each
+worker's estimated sensitivity ``alpha`` and specificity ``beta``. A summary goes to stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ..data._io import read_table, table_writer, write_atomically
+from ..data.features import read_features
+from ..data.links import Links
+from ._common import CommandError, show_progress
+
+CLUSTER_MODELS = {
+    "links-vb": "links only: mean-field variational Bayes, numpy (default)",
+    "scdc": "SCDC: deep generative model of the features + two-coin links (PyTorch)",
+    "bayes-scdc": "BayesSCDC: fully Bayesian SCDC, natural-gradient VB (PyTorch)",
+}
+_DEEP_CLASSES = {"scdc": "SCDC", "bayes-scdc": "BayesSCDC"}
+_DEEP_ONLY = ("epochs", "device", "latent_dim", "batch_size", "decoder")
+_DEEP_DEFAULTS = {"epochs": 20, "latent_dim": 8}  # the paper's faces and MNIST settings
+
+
+def register(commands) -> None:
+    """Add the ``cluster`` command to the top-level sub-parsers."""
+    cluster = commands.add_parser("cluster", help="cluster items from crowd must/cannot-links")
+    actions = cluster.add_subparsers(dest="action", required=True)
+    fit = actions.add_parser(
+        "fit",
+        help="infer each item's cluster and each worker's sensitivity and specificity",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="models:\n" + "\n".join(f"  {k:<11} {v}" for k, v in CLUSTER_MODELS.items()),
+    )
+    fit.add_argument("--links", required=True, help="worker,left,right,label table (label 0/1)")
+    fit.add_argument(
+        "--features",
+        help="item features (scdc, bayes-scdc): a table with an 'item' column and numeric "
+        "columns, or a .npy array whose row i is item i",
+    )
+    fit.add_argument("--model", choices=list(CLUSTER_MODELS), default="links-vb")
+    fit.add_argument(
+        "--clusters", type=int, default=10, help="K, the number of clusters at most (default 10)"
+    )
+    fit.add_argument("--out", required=True, help="write item,cluster,probability here")
+    fit.add_argument("--proba", action="store_true", help="add every cluster's probability")
+    fit.add_argument("--workers-out", help="write each worker's alpha/beta estimates here")
+    fit.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    fit.add_argument(
+        "--duplicates",
+        choices=["error", "keep", "drop"],
+        default="error",
+        help="a worker judging the same pair twice: refuse (default), keep every row, or drop "
+        "repeats and contradicted pairs",
+    )
+    fit.add_argument("--worker-column", default="worker")
+    fit.add_argument("--left-column", default="left")
+    fit.add_argument("--right-column", default="right")
+    fit.add_argument("--label-column", default="label")
+    fit.add_argument("--item-column", default="item", help="id column of a --features table")
+    deep = fit.add_argument_group("deep models (scdc, bayes-scdc)")
+    deep.add_argument("--epochs", type=int, help="training epochs (default 20)")
+    deep.add_argument("--device", choices=["cpu", "cuda"], help="torch device (default cpu)")
+    deep.add_argument("--latent-dim", type=int, help="dimension of the latent x (default 8)")
+    deep.add_argument("--batch-size", type=int, help="items per minibatch (model default)")
+    deep.add_argument(
+        "--decoder",
+        choices=["gaussian", "bernoulli"],
+        help="p(o | x): gaussian (default) or bernoulli (features in [0, 1])",
+    )
+    fit.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None)
+    fit.set_defaults(handler=_cluster_fit)
+
+
+# ------------------------------------------------------------------------------ inputs
+def _read_links_table(args: argparse.Namespace) -> pd.DataFrame:
+    columns = (args.worker_column, args.left_column, args.right_column)
+    return read_table(args.links, what="links", id_columns=columns)
+
+
+def _read_npy(path: str) -> np.ndarray:
+    if not Path(path).exists():
+        raise FileNotFoundError(f"features: file not found: {path}")
+    try:
+        values = np.load(path, allow_pickle=False)
+    except ValueError as err:
+        raise ValueError(f"features: {path} is not a numeric .npy array ({err})") from None
+    if values.ndim < 2 or len(values) == 0:
+        raise ValueError(
+            f"features: expected an array of shape (n_items, n_features, ...); got {values.shape}"
+        )
+    if not (np.issubdtype(values.dtype, np.number) or values.dtype == bool):
+        raise ValueError(f"features: the array must be numeric; got dtype {values.dtype}")
+    values = values.astype(np.float32 if values.dtype == np.float32 else np.float64)
+    bad = ~np.isfinite(values.reshape(len(values), -1))
+    if bad.any():
+        row = int(np.flatnonzero(bad.any(axis=1))[0])
+        raise ValueError(
+            f"features: {int(bad.any(axis=1).sum())} row(s) hold missing or infinite values "
+            f"(first: item {row})"
+        )
+    return values
+
+
+def _integer_ids(table: pd.DataFrame, columns: tuple[str, str]) -> pd.DataFrame:
+    """Ids read as text from a file become integers, to index the rows of a .npy array."""
+    table = table.copy()
+    for column in columns:
+        if column not in table.columns:
+            continue  # Links names the missing column
+        values = pd.to_numeric(table[column], errors="coerce")
+        bad = values.isna() | (values != values.round())
+        if bad.any():
+            row = int(np.flatnonzero(bad.to_numpy())[0])
+            raise ValueError(
+                f"links: column {column!r} must hold integer row numbers of the .npy features; "
+                f"got {table[column].iloc[row]!r} at row {row}"
+            )
+        table[column] = values.astype(np.int64)
+    return table
+
+
+def _load_links(args: argparse.Namespace, deep: bool) -> Links:
+    table = _read_links_table(args)
+    names = dict(
+        worker=args.worker_column,
+        left=args.left_column,
+        right=args.right_column,
+        label=args.label_column,
+        duplicates=args.duplicates,
+    )
+    if not deep:
+        return Links(table, **names)
+    if args.features.lower().endswith(".npy"):
+        features = _read_npy(args.features)
+        table = _integer_ids(table, (args.left_column, args.right_column))
+        return Links(table, features, **names)
+    features = read_features(args.features, id_column=args.item_column, what="features")
+    return Links(table, features, **names)
+
+
+# ------------------------------------------------------------------------------ models
+def _check_options(args: argparse.Namespace) -> bool:
+    """Whether the model is a deep one; refuses options that do not apply."""
+    if args.clusters < 1:
+        raise CommandError(f"--clusters must be a positive integer; got {args.clusters}")
+    deep = args.model in _DEEP_CLASSES
+    if not deep:
+        if args.features is not None:
+            raise CommandError(
+                "--features is used by --model scdc or bayes-scdc; links-vb clusters from the "
+                "links alone"
+            )
+        given = [f"--{name.replace('_', '-')}" for name in _DEEP_ONLY if getattr(args, name)]
+        if given:
+            raise CommandError(f"{', '.join(given)} apply to scdc and bayes-scdc, not links-vb")
+        return False
+    if args.features is None:
+        raise CommandError(
+            f"--model {args.model} needs --features: the items' features (a table with an "
+            "'item' column, or a .npy array)"
+        )
+    for name in ("epochs", "latent_dim", "batch_size"):
+        value = getattr(args, name)
+        if value is not None and value < 1:
+            raise CommandError(f"--{name.replace('_', '-')} must be at least 1; got {value}")
+    return True
+
+
+def _import_torch(model: str):
+    """PyTorch, imported only for the deep models so that links-vb never needs it."""
+    try:
+        import torch
+    except ImportError:
+        raise CommandError(
+            f"--model {model} needs PyTorch: pip install 'crowdbayes[deep]' (or use --model "
+            "links-vb)"
+        ) from None
+    return torch
+
+
+def _make_model(args: argparse.Namespace, progress: bool):
+    if args.model == "links-vb":
+        from ..models.clustering import LinkClustering
+
+        return LinkClustering(args.clusters, random_state=args.seed, progress=progress)
+    torch = _import_torch(args.model)
+    from ..models.clustering import deep
+
+    cls = getattr(deep, _DEEP_CLASSES[args.model])
+    device = args.device or "cpu"
+    if device == "cuda" and not torch.cuda.is_available():
+        raise CommandError("--device cuda: PyTorch sees no CUDA device here; use --device cpu")
+    options = {
+        "epochs": args.epochs or _DEEP_DEFAULTS["epochs"],
+        "latent_dim": args.latent_dim or _DEEP_DEFAULTS["latent_dim"],
+        "device": device,
+        "random_state": args.seed,
+        "progress": progress,
+    }
+    for name in ("batch_size", "decoder"):  # else the model's own defaults
+        if getattr(args, name) is not None:
+            options[name] = getattr(args, name)
+    return cls(n_clusters=args.clusters, **options)
+
+
+def _fit(model, links: Links):
+    if links.observations is None:
+        return model.fit(links)
+    try:
+        return model.fit(links.observations, links=links, item_ids=links.item_ids)
+    except RuntimeError as err:  # torch's errors (device, memory) as one line
+        first = str(err).splitlines()[0] if str(err) else type(err).__name__
+        raise CommandError(f"{type(model).__name__} failed: {first}") from err
+
+
+# ------------------------------------------------------------------------------ outputs
+def assignment_table(model, with_proba: bool = False) -> pd.DataFrame:
+    """``cluster, probability`` (and ``p_<k>`` with ``with_proba``) per item, indexed by item.
+
+    ``probability`` is the posterior probability of the assigned cluster.
+    """
+    assignments = model.assignments_
+    proba = model.predict_proba().reindex(assignments.index)
+    position = proba.columns.get_indexer(assignments.to_numpy())
+    if (position < 0).any():
+        raise ValueError("the model's assignments name clusters missing from predict_proba()")
+    chosen = proba.to_numpy()[np.arange(len(proba)), position]
+    table = pd.DataFrame(
+        {"cluster": assignments.to_numpy(), "probability": chosen},
+        index=pd.Index(assignments.index, name="item"),
+    )
+    if with_proba:
+        columns = proba.copy()
+        columns.columns = [f"p_{c}" for c in proba.columns]
+        table = table.join(columns)
+    return table
+
+
+def _cluster_fit(args: argparse.Namespace) -> None:
+    deep = _check_options(args)
+    if deep:
+        _import_torch(args.model)  # fail fast, before reading the data
+    links = _load_links(args, deep)
+    model = _make_model(args, show_progress(args.progress))
+    start = time.perf_counter()
+    _fit(model, links)
+    seconds = time.perf_counter() - start
+    table = assignment_table(model, args.proba)
+    outputs = [(args.out, table_writer(table))]
+    if args.workers_out:
+        workers = model.workers_.rename_axis("worker")
+        outputs.append((args.workers_out, table_writer(workers)))
+    write_atomically(outputs)
+    sizes = table["cluster"].value_counts()
+    unlinked = len(table) - len(links.linked_codes)
+    extra = f" ({unlinked} without links)" if unlinked > 0 else ""
+    print(
+        f"{type(model).__name__}: {links.n_links} links ({int(links.labels.sum())} must-link) "
+        f"by {links.n_workers} workers; {len(table)} items clustered{extra}; "
+        f"{model.n_clusters_used_} of {args.clusters} clusters used "
+        f"(sizes {', '.join(map(str, sizes))}); fit in {seconds:.2f} s",
+        file=sys.stderr,
+    )
+    written = args.out + (f" and {args.workers_out}" if args.workers_out else "")
+    print(f"wrote {written}", file=sys.stderr)
