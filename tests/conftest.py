@@ -40,3 +40,21 @@ def pytest_configure(config) -> None:
 
     for module in ("torch", "dask.dataframe", "distributed", "pyarrow", "sklearn"):
         importlib.import_module(module)
+
+
+@pytest.fixture(scope="module")
+def client():
+    """A real Dask ``LocalCluster``: 2 worker processes, one thread each, on loopback (one per
+    test module, so a module that kills a worker does not disturb the next)."""
+    distributed = pytest.importorskip("distributed")
+    with (
+        distributed.LocalCluster(
+            n_workers=2,
+            threads_per_worker=1,
+            processes=True,
+            host="127.0.0.1",
+            dashboard_address=None,
+        ) as cluster,
+        distributed.Client(cluster) as opened,
+    ):
+        yield opened

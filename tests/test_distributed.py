@@ -29,21 +29,6 @@ CLASSES = [0, 1, 2]
 
 
 @pytest.fixture(scope="module")
-def client():
-    with (
-        distributed.LocalCluster(
-            n_workers=2,
-            threads_per_worker=1,
-            processes=True,
-            host="127.0.0.1",
-            dashboard_address=None,
-        ) as cluster,
-        distributed.Client(cluster) as opened,
-    ):
-        yield opened
-
-
-@pytest.fixture(scope="module")
 def data():
     return simulate_labels(150, 12, 4, 3, accuracy_mean=0.7, random_state=11)
 

@@ -16,21 +16,6 @@ from pl_simulate import simulate_tables  # noqa: E402
 
 
 @pytest.fixture(scope="module")
-def client():
-    with (
-        distributed.LocalCluster(
-            n_workers=2,
-            threads_per_worker=1,
-            processes=True,
-            host="127.0.0.1",
-            dashboard_address=None,
-        ) as cluster,
-        distributed.Client(cluster) as opened,
-    ):
-        yield opened
-
-
-@pytest.fixture(scope="module")
 def data():
     # sets of 4 ranked top-3: top-queries over 4, 3 and 2 items (Bouchard sets and JJ pairs)
     table, features, _ = simulate_tables(5, n_queries=240, set_size=4, n_ranked=3, n_items=40)

@@ -2,7 +2,8 @@
 results as in memory.
 
 Needs the ``dask`` extra (``pip install 'crowdbayes[dask]'``); ``import crowdbayes`` never
-imports Dask. See :func:`fit_distributed`, :func:`fit_rankings_distributed` (PlackettLuceVI), and
+imports Dask. See :func:`fit_distributed`, :func:`fit_rankings_distributed` (PlackettLuceVI),
+:func:`fit_links_distributed` (LinkClustering's VB), and
 :mod:`crowdbayes.models.labels._stats` for the sufficient-statistics interface that makes one
 model serve both backends.
 """
@@ -16,12 +17,14 @@ except ImportError as err:  # pragma: no cover - depends on the environment
     raise ImportError("crowdbayes.distributed needs Dask: pip install 'crowdbayes[dask]'") from err
 
 from ._fit import DistributedFit, cluster_client, fit_distributed
+from ._links import fit_links_distributed
 from ._partitions import parquet_files
 from ._rankings import fit_rankings_distributed
 
 __all__ = [
     "fit_distributed",
     "fit_rankings_distributed",
+    "fit_links_distributed",
     "DistributedFit",
     "cluster_client",
     "parquet_files",

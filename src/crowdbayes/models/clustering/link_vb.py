@@ -35,6 +35,17 @@ The evidence lower bound, tracked after every sweep (``elbo_history_``), is
     - \mathrm{KL}(q(\pi)\|p(\pi)) - \sum_m \mathrm{KL}(q(\alpha_m)\|p(\alpha_m))
     - \sum_m \mathrm{KL}(q(\beta_m)\|p(\beta_m)).
 
+Sums over links
+---------------
+Every link enters a sweep only through sums: the two-coin counts of each worker and the
+expected log-likelihood (:func:`link_local_stats`), and the messages to the items of one colour
+class (:func:`link_messages`). So the links may be split into partitions, each summed on its
+own with the current q(z), and the sums added: :func:`iterate_link_vb` runs the sweeps over any
+such source of sums (:class:`LinkStatistics`, one partition holding every link, is the
+in-memory fit; :func:`crowdbayes.distributed.fit_links_distributed` maps the same functions
+over a Dask cluster), with the globals updated from the summed counts by
+:func:`link_global_update`. Only the VB is a sum; the search below is not.
+
 Search
 ------
 Links alone identify clusters only through items shared between workers: a worker's own
@@ -105,7 +116,20 @@ from ...exceptions import ConvergenceWarning, NotFittedError
 from ...inference.driver import run_iterations
 from ..labels.bayesian_dawid_skene import dirichlet_marginal_summary
 
-__all__ = ["LinkClustering", "LinkGraph", "link_model_elbo", "greedy_colouring"]
+__all__ = [
+    "LinkClustering",
+    "LinkGraph",
+    "LinkGlobals",
+    "LinkStatistics",
+    "link_model_elbo",
+    "greedy_colouring",
+    "colour_order",
+    "link_weights",
+    "link_local_stats",
+    "link_messages",
+    "link_global_update",
+    "iterate_link_vb",
+]
 
 
 # ---------------------------------------------------------------------------- pure pieces
@@ -127,6 +151,17 @@ def greedy_colouring(n_items: int, left: np.ndarray, right: np.ndarray) -> np.nd
         taken[neighbours[(neighbours >= 0) & (neighbours <= neighbours.size)]] = True
         colour[item] = int(np.argmin(taken))
     return colour
+
+
+def colour_order(colours: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The internal item order of the VB sweeps from every item's colour: ``order`` (internal
+    code → input code), ``position`` (its inverse) and ``bounds`` (colour class ``c`` is the
+    internal range ``bounds[c]:bounds[c+1]``)."""
+    order = np.argsort(colours, kind="stable")
+    position = np.empty(colours.size, dtype=np.int64)
+    position[order] = np.arange(colours.size)
+    bounds = np.searchsorted(colours[order], np.arange(colours.max() + 2))
+    return order, position, bounds
 
 
 @dataclass
@@ -157,30 +192,37 @@ class LinkGraph:
         """Renumber items by colour; returns the graph and ``order`` (internal code → input
         code)."""
         colours = greedy_colouring(n_items, left, right) if colour else np.arange(n_items)
-        order = np.argsort(colours, kind="stable")
-        position = np.empty(n_items, dtype=np.int64)
-        position[order] = np.arange(n_items)
-        left, right = position[left], position[right]
-        bounds = np.searchsorted(colours[order], np.arange(colours.max() + 2))
+        order, position, bounds = colour_order(colours)
+        graph = cls.from_internal(
+            n_items, n_workers, position[left], position[right], worker, labels, bounds
+        )
+        return graph, order
+
+    @classmethod
+    def from_internal(
+        cls, n_items: int, n_workers: int, left, right, worker, labels, bounds
+    ) -> LinkGraph:
+        """The graph of some links whose item codes are already internal (colour-ordered, colour
+        classes ``bounds[c]:bounds[c+1]``): all links (:meth:`build`) or one partition of them
+        (:mod:`crowdbayes.distributed`), with ``n_items`` and ``bounds`` those of all links."""
         n_links = left.size
         rows = np.concatenate([left, right])
         cols = np.concatenate([right, left])
         links = np.concatenate([np.arange(n_links), np.arange(n_links)])
         by_row = np.argsort(rows, kind="stable")
         indptr = np.concatenate([[0], np.cumsum(np.bincount(rows, minlength=n_items))])
-        graph = cls(
+        return cls(
             n_items,
             n_workers,
             left,
             right,
             worker,
             labels,
-            bounds,
+            np.asarray(bounds),
             indptr,
             cols[by_row],
             links[by_row],
         )
-        return graph, order
 
     def __post_init__(self) -> None:
         # one CSR block per colour class, built once; each sweep only refills its values
@@ -199,10 +241,10 @@ class LinkGraph:
 
     def colour_messages(self, colour: int, weights: np.ndarray, resp: np.ndarray):
         """``(lo, hi, m)``: the items ``lo:hi`` of one colour class and their messages
-        ``m[i] = Σ_{l ∋ i} w_l r_{partner(l)}`` (one row per item)."""
+        ``m[i] = Σ_{l ∋ i} w_l r_{partner(l)}`` over this graph's links (one row per item)."""
         lo, hi, block, links = self._blocks[colour]
-        block.data[:] = weights[links]
-        return lo, hi, block @ resp
+        weighted = sp.csr_matrix((weights[links], block.indices, block.indptr), shape=block.shape)
+        return lo, hi, weighted @ resp
 
     def greedy_start(
         self, weights: np.ndarray, n_clusters: int, rng: np.random.Generator
@@ -500,6 +542,158 @@ class _State:
     beta: np.ndarray
 
 
+# ------------------------------------------------------------ VB as sufficient statistics
+@dataclass
+class LinkGlobals:
+    """The global factors of the VB: Dirichlet q(π) (``prevalence``, shape (K,)) and the Beta
+    rows of every worker's q(α_m), q(β_m) (``alpha``, ``beta``, shape (n_workers, 2))."""
+
+    prevalence: np.ndarray
+    alpha: np.ndarray
+    beta: np.ndarray
+
+
+def link_weights(graph: LinkGraph, globals_: LinkGlobals) -> tuple[np.ndarray, np.ndarray]:
+    """``(E[w_l], E[c_l])`` of the links of ``graph`` (one partition) under ``globals_``: the
+    message weights and constants of :func:`~crowdbayes.annotators.two_coin.link_message_weights`.
+    """
+    expected = two_coin_expectations(globals_.alpha, globals_.beta)
+    return link_message_weights(expected, graph.worker, graph.labels)
+
+
+def link_local_stats(
+    graph: LinkGraph,
+    resp: np.ndarray,
+    weighted: tuple[np.ndarray, np.ndarray] | None = None,
+) -> dict:
+    r"""Sufficient statistics of one partition of the links at :math:`q(z)` = ``resp``.
+
+    With agreements :math:`\bar s_l = r_i^\top r_j` of the partition's links:
+    ``alpha_counts``, ``beta_counts`` (n_workers, 2), the two-coin counts
+    :math:`\sum_l \bar s_l (L_l, 1 - L_l)` and :math:`\sum_l (1 - \bar s_l)(1 - L_l, L_l)` per
+    worker (:func:`~crowdbayes.annotators.two_coin.two_coin_statistics`), and
+    ``expected_loglik``, :math:`\sum_l \bar s_l \mathbb{E}[w_l] + \mathbb{E}[c_l]` under the
+    weights ``weighted = link_weights(graph, globals_)`` (0 without them). Every entry is a sum
+    over links, so the statistics of several partitions add up (``add_stats``) to those of
+    their union.
+    """
+    agreement = graph.agreement(resp)
+    alpha_counts, beta_counts = two_coin_statistics(
+        agreement, graph.worker, graph.labels, graph.n_workers
+    )
+    expected = 0.0 if weighted is None else link_expected_log_likelihood(agreement, *weighted)
+    return {"alpha_counts": alpha_counts, "beta_counts": beta_counts, "expected_loglik": expected}
+
+
+def link_messages(
+    graph: LinkGraph, colour: int, weights: np.ndarray, resp: np.ndarray
+) -> np.ndarray:
+    r"""One partition's part of the messages to the items of colour class ``colour``:
+    :math:`m_i = \sum_{l \ni i} \mathbb{E}[w_l]\, r_{\text{partner}(l)}` over its links, one
+    row per item of the class (items ``bounds[c]:bounds[c+1]``). Messages of partitions add up."""
+    return graph.colour_messages(colour, weights, resp)[2]
+
+
+def link_global_update(stats: dict, resp: np.ndarray, priors) -> LinkGlobals:
+    r"""The conjugate updates of the globals from the summed statistics of all partitions and
+    the current q(z): :math:`q(\pi) = \mathrm{Dir}(\gamma_0 + \sum_i r_i)`,
+    :math:`q(\alpha_m) = \mathrm{Beta}(a^0 + \text{alpha\_counts}_m)`,
+    :math:`q(\beta_m) = \mathrm{Beta}(b^0 + \text{beta\_counts}_m)`."""
+    prior_pi, prior_alpha, prior_beta = priors
+    return LinkGlobals(
+        prior_pi + resp.sum(axis=0),
+        two_coin_posterior(prior_alpha, stats["alpha_counts"]),
+        two_coin_posterior(prior_beta, stats["beta_counts"]),
+    )
+
+
+class LinkStatistics:
+    """Where :func:`iterate_link_vb` gets its sums over links: here one partition holding every
+    link (the in-memory fit); :mod:`crowdbayes.distributed` maps the same functions over the
+    partitions of a cluster and adds their results.
+
+    ``weigh(globals_)`` fixes the link weights for the coming sweep, ``stats(resp)`` returns
+    :func:`link_local_stats` at ``resp`` (under the weights, once weighed), and
+    ``messages(colour, resp)`` :func:`link_messages` of a colour class.
+    """
+
+    def __init__(self, graph: LinkGraph) -> None:
+        self.graph = graph
+        self.weighted: tuple[np.ndarray, np.ndarray] | None = None
+
+    def weigh(self, globals_: LinkGlobals) -> None:
+        self.weighted = link_weights(self.graph, globals_)
+
+    def stats(self, resp: np.ndarray) -> dict:
+        return link_local_stats(self.graph, resp, self.weighted)
+
+    def messages(self, colour: int, resp: np.ndarray) -> np.ndarray:
+        return link_messages(self.graph, colour, self.weighted[0], resp)
+
+
+def iterate_link_vb(
+    resp: np.ndarray,
+    priors,
+    source: LinkStatistics,
+    bounds: np.ndarray,
+    *,
+    max_iter: int,
+    tol: float | None,
+    progress: bool = False,
+    desc: str = "LinkClustering sweeps",
+    callback=None,
+):
+    """Coordinate-ascent VB from q(z) = ``resp`` (internal item order, colour classes
+    ``bounds``) with the sums over links taken by ``source``; returns ``(state, run)``.
+
+    One sweep: the globals from the statistics of the previous q(z)
+    (:func:`link_global_update`), the link weights under them, q(z) colour class by colour
+    class from the summed messages, then the statistics at the new q(z), which give both the
+    ELBO of this sweep and the globals of the next one. ``callback(sweep, elbo)`` (1-based)
+    after every sweep.
+    """
+    prior_pi, prior_alpha, prior_beta = priors
+    resp = resp.copy()
+    state = _State(resp, np.log(resp), prior_pi, prior_alpha, prior_beta)
+    stats = source.stats(state.resp)
+
+    def sweep(iteration: int) -> float:
+        nonlocal stats
+        globals_ = link_global_update(stats, state.resp, priors)
+        state.prevalence, state.alpha, state.beta = (
+            globals_.prevalence,
+            globals_.alpha,
+            globals_.beta,
+        )
+        source.weigh(globals_)
+        log_pi = dirichlet_expected_log(state.prevalence)
+        for colour, (lo, hi) in enumerate(zip(bounds[:-1], bounds[1:], strict=True)):
+            messages = source.messages(colour, state.resp)
+            state.resp[lo:hi], state.log_resp[lo:hi] = _softmax_rows(messages + log_pi)
+        stats = source.stats(state.resp)
+        elbo = (
+            stats["expected_loglik"]
+            + state.resp.sum(axis=0) @ log_pi
+            + _entropy(state.resp, state.log_resp)
+            - dirichlet_kl(state.prevalence, prior_pi)
+            - two_coin_kl(state.alpha, prior_alpha)
+            - two_coin_kl(state.beta, prior_beta)
+        )
+        if callback is not None:
+            callback(iteration + 1, float(elbo))
+        return elbo
+
+    run = run_iterations(
+        sweep,
+        max_iter=max_iter,
+        tol=tol,
+        min_iter=2,
+        progress=progress,
+        desc=desc,
+    )
+    return state, run
+
+
 # ------------------------------------------------------------------------------ estimator
 class LinkClustering:
     r"""Cluster items from noisy must-link / cannot-link judgments by variational Bayes.
@@ -642,7 +836,10 @@ class LinkClustering:
                 ConvergenceWarning,
                 stacklevel=2,
             )
-        self._set_results(links, linked[order], graph, best, best_run)
+        worker_links = np.bincount(links.worker_codes, minlength=links.n_workers)
+        self._set_results(
+            links.item_ids, linked[order], links.worker_ids, worker_links, best, best_run
+        )
         return self
 
     def fit_predict(self, links: Links | TableLike) -> pd.Series:
@@ -739,53 +936,27 @@ class LinkClustering:
         return state, run
 
     def _vb(self, graph: LinkGraph, priors, resp: np.ndarray):
-        """Coordinate-ascent VB from q(z) = ``resp``: each sweep updates q(π), q(α), q(β)
-        given q(z), then q(z) colour class by colour class, then evaluates the ELBO."""
-        prior_pi, prior_alpha, prior_beta = priors
-        resp = resp.copy()
-        state = _State(resp, np.log(resp), prior_pi, prior_alpha, prior_beta)
-        agreement = graph.agreement(resp)
-
-        def sweep(_: int) -> float:
-            nonlocal agreement
-            state.prevalence = prior_pi + state.resp.sum(axis=0)
-            alpha_counts, beta_counts = two_coin_statistics(
-                agreement, graph.worker, graph.labels, graph.n_workers
-            )
-            state.alpha = two_coin_posterior(prior_alpha, alpha_counts)
-            state.beta = two_coin_posterior(prior_beta, beta_counts)
-            weights, offsets = link_message_weights(
-                two_coin_expectations(state.alpha, state.beta), graph.worker, graph.labels
-            )
-            log_pi = dirichlet_expected_log(state.prevalence)
-            for colour in range(graph.n_colours):
-                lo, hi, messages = graph.colour_messages(colour, weights, state.resp)
-                state.resp[lo:hi], state.log_resp[lo:hi] = _softmax_rows(messages + log_pi)
-            agreement = graph.agreement(state.resp)
-            return (
-                link_expected_log_likelihood(agreement, weights, offsets)
-                + state.resp.sum(axis=0) @ log_pi
-                + _entropy(state.resp, state.log_resp)
-                - dirichlet_kl(state.prevalence, prior_pi)
-                - two_coin_kl(state.alpha, prior_alpha)
-                - two_coin_kl(state.beta, prior_beta)
-            )
-
-        run = run_iterations(
-            sweep,
+        """Coordinate-ascent VB from q(z) = ``resp`` over all links as one partition
+        (:func:`iterate_link_vb`, the loop the distributed fit runs too)."""
+        return iterate_link_vb(
+            resp,
+            priors,
+            LinkStatistics(graph),
+            graph.bounds,
             max_iter=self.max_iter,
             tol=self.tol,
-            min_iter=2,
             progress=self.progress,
-            desc="LinkClustering sweeps",
         )
-        return state, run
 
-    def _set_results(self, links: Links, item_codes, graph: LinkGraph, state: _State, run) -> None:
+    def _set_results(
+        self, item_ids: pd.Index, item_codes, worker_ids: pd.Index, worker_links, state, run
+    ) -> None:
+        """Results in the user's ids: ``item_codes`` are the codes (into ``item_ids``) of the
+        items in internal order, ``worker_links`` every worker's number of links."""
         sizes = state.resp.sum(axis=0)
         relabel = np.argsort(-sizes, kind="stable")  # cluster 0 is the largest
         resp = state.resp[:, relabel]
-        ids = links.item_ids[item_codes]
+        ids = item_ids[item_codes]
         # report items in the order of their codes (first appearance), not colour order
         back = np.argsort(item_codes, kind="stable")
         ids, resp = ids[back], resp[back]
@@ -797,12 +968,12 @@ class LinkClustering:
         prevalence = state.prevalence[relabel]
         self.prevalence_ = pd.Series(prevalence / prevalence.sum(), index=clusters, name="share")
         self.n_clusters_used_ = int(self.assignments_.nunique())
-        self.workers_ = self._worker_table(links, state)
+        self.workers_ = self._worker_table(worker_ids, worker_links, state)
         self.elbo_history_ = run.history
         self.elbo_ = run.history[-1]
         self.n_iter_, self.converged_ = run.n_iter, run.converged
 
-    def _worker_table(self, links: Links, state: _State) -> pd.DataFrame:
+    def _worker_table(self, worker_ids: pd.Index, worker_links, state: _State) -> pd.DataFrame:
         columns = {}
         for name, params in (("alpha", state.alpha), ("beta", state.beta)):
             mean, sd, lower, upper, _ = dirichlet_marginal_summary(params, self.credible_level)
@@ -810,5 +981,5 @@ class LinkClustering:
             columns[f"{name}_sd"] = sd[:, 0]
             columns[f"{name}_lower"] = lower[:, 0]
             columns[f"{name}_upper"] = upper[:, 0]
-        columns["n_links"] = np.bincount(links.worker_codes, minlength=links.n_workers)
-        return pd.DataFrame(columns, index=pd.Index(links.worker_ids, name="worker"))
+        columns["n_links"] = np.asarray(worker_links, dtype=np.int64)
+        return pd.DataFrame(columns, index=pd.Index(worker_ids, name="worker"))
