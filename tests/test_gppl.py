@@ -22,6 +22,7 @@ from crowdbayes.models.gp_preference import (
     GPPLVI,
     GammaFactor,
     GaussianFactor,
+    GPPLLaplace,
     GPPreferenceEP,
     InducingProjection,
     PairCounts,
@@ -373,3 +374,40 @@ def test_progress_bar_over_svi_iterations(small, capsys):
     comparisons, items, _ = small
     GPPL(n_inducing=10, batch_size=100, max_iter=6, tol=None, progress=True).fit(comparisons, items)
     assert "GPPL SVI" in capsys.readouterr().err
+
+
+def test_gppl_laplace_matches_the_laplace_engine_and_predicts(small, tmp_path):
+    """GPPLLaplace is the Laplace engine on the training items with the GPPL API: the same
+    mode and covariance at the compared items, GP predictions elsewhere, persistence."""
+    comparisons, items, f = small
+    kernel = Matern32([1.0, 1.0])
+    model = GPPLLaplace(kernel=kernel, **FIXED_SCALE).fit(comparisons, items)
+    codes = np.unique(comparisons[["left", "right"]].to_numpy())
+    K = kernel(items.to_numpy()[codes]) / model.scale_.mean
+    outcome = np.where(comparisons["label"] == comparisons["left"], 1, -1)
+    direct = laplace_approximation(
+        K,
+        PairCounts.from_comparisons(
+            np.searchsorted(codes, comparisons["left"].to_numpy()),
+            np.searchsorted(codes, comparisons["right"].to_numpy()),
+            outcome,
+        ),
+    )
+    np.testing.assert_allclose(
+        model.utility_["mean"].to_numpy()[codes], direct.posterior.mean, atol=1e-4
+    )
+    np.testing.assert_allclose(
+        model.utility_["sd"].to_numpy()[codes], np.sqrt(direct.posterior.var), rtol=1e-3
+    )
+    assert model.converged_ and np.isfinite(model.lower_bound_)
+    assert model.lower_bound_ == pytest.approx(direct.log_marginal, rel=1e-4)
+    assert spearmanr(model.utility_["mean"], f)[0] > 0.8
+    new = pd.DataFrame({"x0": [0.5], "x1": [1.0]}, index=["n1"])
+    p = model.predict_proba([0, "n1"], [3, 2], items=new)
+    assert ((p > 0) & (p < 1)).all()
+    path = tmp_path / "laplace.npz"
+    model.save(path)
+    back = GPPLLaplace.load(path)
+    pd.testing.assert_frame_equal(back.utility_, model.utility_)
+    with pytest.raises(ValueError, match="does not optimise length-scales"):
+        GPPLLaplace(optimize_lengthscale=True).fit(comparisons, items)

@@ -2,7 +2,7 @@
 pairwise comparisons (GPPL, crowdGPPL, EP).
 
 crowdbayes prefs fit COMPARISONS --items ITEMS [--workers WORKERS]
-                     [--model gppl|crowdgppl|gppl-vi|ep] --save MODEL [--out UTILITIES]
+                     [--model gppl|crowdgppl|gppl-vi|gppl-laplace|ep] --save MODEL [--out UTILITIES]
 crowdbayes prefs predict MODEL --pairs PAIRS [--items ITEMS] [--workers WORKERS] --out P
 
 COMPARISONS is a ``worker,left,right,label`` table (``label`` = the preferred item's id or
@@ -27,7 +27,7 @@ from ..data._io import read_table, table_writer, write_atomically
 from ..data.comparisons import Comparisons
 from ..exceptions import DataWarning
 from ..models.communities import CommunityPreferences, communities_table
-from ..models.gp_preference import GPPL, GPPLVI, CrowdGPPL, GPPreferenceEP
+from ..models.gp_preference import GPPL, GPPLVI, CrowdGPPL, GPPLLaplace, GPPreferenceEP
 from ._common import CommandError, show_progress
 from .rank import _ids_like
 
@@ -35,11 +35,13 @@ PREFS_MODELS = {
     "gppl": "GPPL by stochastic variational inference with inducing points (default)",
     "crowdgppl": "crowdGPPL: consensus plus personal preferences of each worker (SVI)",
     "gppl-vi": "GPPL by full-batch variational inference (small data)",
+    "gppl-laplace": "GPPL by the Laplace approximation (small data)",
     "ep": "GP preference learning by expectation propagation (small data)",
     "dpm-gp": "communities of preferences: Dirichlet-process mixture of GPs (EP + Gibbs)",
 }
 _CLASSES = {
-    cls.__name__: cls for cls in (GPPL, GPPLVI, CrowdGPPL, GPPreferenceEP, CommunityPreferences)
+    cls.__name__: cls
+    for cls in (GPPL, GPPLVI, GPPLLaplace, CrowdGPPL, GPPreferenceEP, CommunityPreferences)
 }
 
 
@@ -120,6 +122,8 @@ def _make_model(args: argparse.Namespace, progress: bool):
         )
     if args.model == "gppl-vi":
         return GPPLVI(lengthscale=lengthscale, ties=args.ties, progress=progress, **iterations)
+    if args.model == "gppl-laplace":
+        return GPPLLaplace(lengthscale=lengthscale, ties=args.ties, **iterations)
     options = {
         "lengthscale": lengthscale,
         "n_inducing": args.inducing,

@@ -15,7 +15,7 @@ from .ep import (
     pair_probabilities,
 )
 from .estimator import GPPreferenceEP
-from .laplace import LaplaceResult, laplace_approximation
+from .laplace import GPPLLaplace, LaplaceResult, laplace_approximation
 from .posterior import LatentPosterior
 from .svi import (
     GPPL,
@@ -33,6 +33,7 @@ __all__ = [
     "GPPreferenceEP",
     "GPPL",
     "GPPLVI",
+    "GPPLLaplace",
     "CrowdGPPL",
     "PairCounts",
     "expectation_propagation",

@@ -12,7 +12,6 @@ from scipy.optimize import minimize
 
 from ..._persist import load_arrays, save_arrays
 from ..._utils import check_is_fitted
-from ...data._validate import show_values
 from ...data.comparisons import Comparisons, as_comparisons
 from ...exceptions import ConvergenceWarning, DataWarning
 from ...kernels import (
@@ -20,11 +19,9 @@ from ...kernels import (
     Kernel,
     kernel_from_saved,
     kernel_name,
-    make_kernel,
-    median_heuristic,
-    scaled_median_heuristic,
 )
 from ...linalg import safe_cholesky
+from ._base import GPPreferenceBase
 from ._likelihood import PairCounts
 from .ep import ep_gradient_weights, expectation_propagation, pair_probabilities
 from .posterior import LatentPosterior
@@ -32,10 +29,9 @@ from .posterior import LatentPosterior
 __all__ = ["GPPreferenceEP"]
 
 _TIE_POLICIES = ("drop", "half")
-_HEURISTICS = {"median": median_heuristic, "scaled_median": scaled_median_heuristic}
 
 
-class GPPreferenceEP:
+class GPPreferenceEP(GPPreferenceBase):
     """Gaussian-process preference learning (Chu & Ghahramani, 2005) by expectation propagation.
 
     Each item has a latent utility ``f(x)`` with a GP prior ``f ~ GP(0, output_scale · k(x, x'))``
@@ -276,71 +272,11 @@ class GPPreferenceEP:
         self.optimize_result_ = found
         return self.kernel_.with_lengthscale(np.exp(found.x)), state["sites"]
 
-    def _make_kernel(self, X: np.ndarray) -> Kernel:
-        if isinstance(self.kernel, Kernel):
-            return self.kernel
-        if isinstance(self.lengthscale, str):
-            if self.lengthscale not in _HEURISTICS:
-                raise ValueError(
-                    f"lengthscale must be {' or '.join(map(repr, _HEURISTICS))}, a number or an "
-                    f"array; got {self.lengthscale!r}"
-                )
-            lengthscale = _HEURISTICS[self.lengthscale](X, random_state=0)
-        else:
-            lengthscale = np.broadcast_to(
-                np.asarray(self.lengthscale, dtype=np.float64), (X.shape[1],)
-            ).copy()
-        return make_kernel(self.kernel, lengthscale, self.output_scale)
-
-    @property
-    def lengthscale_(self) -> pd.Series | None:
-        check_is_fitted(self, "kernel_")
-        ls = getattr(self.kernel_, "lengthscale", None)
-        if ls is None or self.feature_names_ is None:
-            return None
-        ls = np.broadcast_to(ls, (len(self.feature_names_),))
-        return pd.Series(ls, index=self.feature_names_, name="lengthscale")
-
     # ------------------------------------------------------------------ prediction
     def _predict(self, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Predictive mean and variance of the utility at feature rows ``X``."""
         K_cross = self.kernel_(self._X[self._train], X)
         return self._posterior.predict(K_cross, self.kernel_.diag(X))
-
-    def _resolve(self, items: Sequence | pd.DataFrame, what: str) -> tuple[pd.Index, np.ndarray]:
-        """Feature rows for ``items``: known ids, or a feature DataFrame indexed by new ids."""
-        if isinstance(items, pd.DataFrame):
-            if self.feature_names_ is None:
-                raise ValueError(
-                    f"{what}: this model was fitted without item features, so it cannot "
-                    "predict from a feature table"
-                )
-            missing = [c for c in self.feature_names_ if c not in map(str, items.columns)]
-            if missing:
-                raise ValueError(f"{what}: feature column(s) missing: {show_values(missing)}")
-            frame = items.rename(columns=str)[list(self.feature_names_)]
-            X = frame.to_numpy(dtype=np.float64)
-            if not np.isfinite(X).all():
-                rows = np.flatnonzero(~np.isfinite(X).all(axis=1))
-                raise ValueError(
-                    f"{what}: {rows.size} row(s) have missing or infinite features "
-                    f"({show_values(frame.index[rows])})"
-                )
-            return pd.Index(items.index, name="item"), X
-        ids = pd.Index(list(items), name="item")
-        codes = self.item_ids_.get_indexer(ids)
-        unknown = np.flatnonzero(codes < 0)
-        if unknown.size:
-            hint = (
-                "; pass their features as a DataFrame indexed by item id"
-                if self.feature_names_ is not None
-                else " (the model has no item features, so it knows only compared items)"
-            )
-            raise ValueError(
-                f"{what}: {unknown.size} item id(s) were not seen in fit: "
-                f"{show_values(ids[unknown].unique())}{hint}"
-            )
-        return ids, self._X[codes]
 
     def predict_utility(self, items: Sequence | pd.DataFrame | None = None) -> pd.DataFrame:
         """Posterior mean and sd of the utilities of ``items``.

@@ -52,10 +52,11 @@ import math
 import os
 import warnings
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
+from scipy.linalg import lapack
 from scipy.optimize import minimize
 from scipy.special import digamma, gammaln, ndtr
 
@@ -72,9 +73,9 @@ from ...kernels import (
     kmeans_inducing_points,
 )
 from ...linalg import cholesky_logdet, cholesky_solve, safe_cholesky
+from ._base import GPPreferenceBase
 from ._likelihood import difference_scale
 from .ep import pair_probabilities
-from .estimator import GPPreferenceEP
 
 __all__ = [
     "GPPL",
@@ -129,9 +130,12 @@ class GaussianFactor:
 
     precision: np.ndarray
     linear: np.ndarray
+    #: skip the symmetrisation (the caller built ``precision`` exactly symmetric)
+    symmetric: bool = field(default=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        self.precision = 0.5 * (self.precision + self.precision.T)
+        if not self.symmetric:
+            self.precision = 0.5 * (self.precision + self.precision.T)
         self._chol = safe_cholesky(self.precision, what="variational precision S⁻¹")
         self.mean = cholesky_solve(self._chol, self.linear)
         self._cov = None
@@ -145,11 +149,25 @@ class GaussianFactor:
     @property
     def cov(self) -> np.ndarray:
         if self._cov is None:
-            self._cov = cholesky_solve(self._chol, np.eye(len(self.mean)))
+            self._cov = cholesky_inverse(self._chol)
         return self._cov
 
     def log_det_cov(self) -> float:
         return -cholesky_logdet(self._chol)
+
+
+def cholesky_inverse(chol: np.ndarray) -> np.ndarray:
+    """``(L Lᵀ)⁻¹`` from the lower factor ``L`` (zeros above the diagonal, as
+    :func:`safe_cholesky` returns) by LAPACK ``potri``: a third of the work of solving
+    against the identity."""
+    inverse, info = lapack.dpotri(chol, lower=1)
+    if info != 0:  # pragma: no cover - L comes from a successful factorisation
+        return cholesky_solve(chol, np.eye(len(chol)))
+    # potri fills the lower triangle and leaves the input's upper one, zero for a lower
+    # factor from safe_cholesky (required): mirror it with one transposed add
+    full = inverse + inverse.T
+    full.flat[:: len(full) + 1] *= 0.5
+    return full
 
 
 def natural_gradient_step(
@@ -168,13 +186,20 @@ def natural_gradient_step(
     the optimum given this batch has precision ``P₀ + rowsᵀ diag(w) rows`` and linear term
     ``rowsᵀ (linear_weights · targets)``, and the step moves a fraction ``ρ`` of the way
     there in natural parameters (Hensman et al., 2013; 2020, Eqs. 17–18, 32–37).
+    ``prior_precision`` must be exactly symmetric (as ``s · InducingProjection.K_inv`` is).
     """
-    precision = prior_precision + (rows.T * precision_weights) @ rows
-    linear = rows.T @ (linear_weights * targets)
+    # Rᵀ R with R = diag(√w) rows: the same array twice, so numpy calls BLAS syrk (half a gemm);
+    # rows may be single precision (the mini-batch products), the factor stays double
+    weighted = rows * np.sqrt(np.maximum(precision_weights, 0.0)).astype(rows.dtype)[:, None]
+    precision = np.add(prior_precision, weighted.T @ weighted, dtype=np.float64)
+    linear = (rows.T @ (linear_weights * targets).astype(rows.dtype)).astype(np.float64)
     if rho < 1.0:
-        precision = (1.0 - rho) * previous.precision + rho * precision
+        precision *= rho
+        precision += (1.0 - rho) * previous.precision
         linear = (1.0 - rho) * previous.linear + rho * linear
-    return GaussianFactor(precision, linear)
+    # syrk's product is exactly symmetric, so the result is for a symmetric prior (required)
+    # and a previous factor's precision (symmetrised on construction)
+    return GaussianFactor(precision, linear, symmetric=True)
 
 
 @dataclass
@@ -225,7 +250,7 @@ class GammaFactor:
 
 def _prior_quadratic(K_inv: np.ndarray, factor: GaussianFactor) -> float:
     """``tr(K⁻¹ (S + m mᵀ))``."""
-    return float(np.sum(K_inv * factor.cov) + factor.mean @ K_inv @ factor.mean)
+    return float(np.vdot(K_inv, factor.cov) + factor.mean @ K_inv @ factor.mean)
 
 
 def gaussian_prior_kl(
@@ -268,7 +293,8 @@ class InducingProjection:
         self.Z = np.asarray(Z, dtype=np.float64)
         self.K_mm = kernel(self.Z)
         self.chol = safe_cholesky(self.K_mm, what="inducing-point covariance K_mm")
-        self.K_inv = cholesky_solve(self.chol, np.eye(len(self.Z)))
+        K_inv = cholesky_solve(self.chol, np.eye(len(self.Z)))
+        self.K_inv = 0.5 * (K_inv + K_inv.T)  # exactly symmetric (natural_gradient_step)
 
     @property
     def n_inducing(self) -> int:
@@ -319,19 +345,26 @@ class InducingProjection:
         scale: GammaFactor,
     ) -> tuple[np.ndarray, np.ndarray]:
         """As :meth:`difference_moments` for pairs of rows ``(left, right)`` of ``X``: the
-        cross-covariances are computed once per item, not once per pair."""
+        cross-covariances are computed once per item, not once per pair, and the pairs are
+        taken in chunks (memory ``O(len(X) · M + chunk · (M + D))``, not ``O(P · M)``)."""
         K_mx = self.kernel(self.Z, X)
         A = cholesky_solve(self.chol, K_mx).T
-        D = A[left] - A[right]
-        KD = K_mx[:, left] - K_mx[:, right]
-        prior = (
-            self.kernel.diag(X[left])
-            + self.kernel.diag(X[right])
-            - 2.0 * self.kernel.paired(X[left], X[right])
-        )
-        var = (prior - np.einsum("nm,mn->n", D, KD)) / scale.mean
-        var = var + quadratic_rows(D, factor.cov)
-        return D @ factor.mean, np.maximum(var, 0.0)
+        AS = A @ factor.cov
+        n = len(left)
+        mean, var = np.empty(n), np.empty(n)
+        for rows in _chunks(n):
+            li, ri = left[rows], right[rows]
+            D = A[li] - A[ri]
+            KD = K_mx[:, li] - K_mx[:, ri]
+            prior = (
+                self.kernel.diag(X[li])
+                + self.kernel.diag(X[ri])
+                - 2.0 * self.kernel.paired(X[li], X[ri])
+            )
+            v = (prior - np.einsum("nm,mn->n", D, KD)) / scale.mean
+            var[rows] = np.maximum(v + np.sum((AS[li] - AS[ri]) * D, axis=1), 0.0)
+            mean[rows] = D @ factor.mean
+        return mean, var
 
     def bound_gradient(self, factor: GaussianFactor, scale: GammaFactor) -> np.ndarray:
         """Gradient of ``-KL`` in the log length-scales at fixed ``q``."""
@@ -350,6 +383,16 @@ def expected_linear_loglik(
             - 0.5 * ((y - p) ** 2 + g * g * var_diff) / noise_var
         )
     )
+
+
+#: comparisons per chunk where all of them are visited (Q_p, the bound)
+_PAIR_CHUNK = 8192
+
+
+def _chunks(n: int, size: int = _PAIR_CHUNK):
+    """Slices covering ``range(n)`` in pieces of ``size``."""
+    for lo in range(0, n, size):
+        yield slice(lo, min(n, lo + size))
 
 
 def _relative_change(new: np.ndarray, old: np.ndarray) -> float:
@@ -400,7 +443,7 @@ def encode_pairs(data: Comparisons, ties: str, who: str) -> EncodedPairs:
 
 
 # ---------------------------------------------------------------------- the estimator
-class GPPL:
+class GPPL(GPPreferenceBase):
     """GP preference learning (GPPL) by stochastic variational inference (Simpson & Gurevych,
     2018; 2020, Sec. 4.2, Algorithm 1).
 
@@ -486,10 +529,6 @@ class GPPL:
         self.random_state = random_state
         self.progress = progress
 
-    # the EP estimator's id/feature resolution and length-scale summary apply unchanged
-    _resolve = GPPreferenceEP._resolve
-    lengthscale_ = GPPreferenceEP.lengthscale_
-
     # ------------------------------------------------------------------ setup
     def _check_params(self) -> None:
         if not (isinstance(self.n_inducing, (int, np.integer)) and self.n_inducing >= 1):
@@ -520,12 +559,8 @@ class GPPL:
             return Independent(1.0), self._X[train]
         self._X = data.X
         X_train = data.X[train]
-        if isinstance(self.kernel, Kernel):
-            kernel = self.kernel
-        else:
-            # the EP estimator owns the heuristics; unit variance here (scale is 1/s)
-            kernel = GPPreferenceEP(self.kernel, self.lengthscale, 1.0)._make_kernel(X_train)
-        return kernel, self._inducing_points(X_train, rng)
+        # unit variance (GPPreferenceBase._kernel_variance): the scale is 1/s
+        return self._make_kernel(X_train), self._inducing_points(X_train, rng)
 
     def _inducing_points(self, X_train: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         return kmeans_inducing_points(X_train, self.n_inducing, random_state=rng)
@@ -581,9 +616,11 @@ class GPPL:
         """``Q_p`` from the prior variance of each comparison's difference: the kernel's
         times ``prior_scale`` (default ``1/E[s] = b₀/a₀``)."""
         pairs, X = self._pairs, self._X
-        Xl, Xr = X[pairs.left], X[pairs.right]
-        prior = kernel.diag(Xl) + kernel.diag(Xr) - 2.0 * kernel.paired(Xl, Xr)
-        prior = prior * (self.rate_s0 / self.shape_s0 if prior_scale is None else prior_scale)
+        prior = np.empty(len(pairs.y))
+        for rows in _chunks(len(prior)):  # never a (P, D) feature array
+            Xl, Xr = X[pairs.left[rows]], X[pairs.right[rows]]
+            prior[rows] = kernel.diag(Xl) + kernel.diag(Xr) - 2.0 * kernel.paired(Xl, Xr)
+        prior *= self.rate_s0 / self.shape_s0 if prior_scale is None else prior_scale
         return beta_noise_variance(prior, pairs.y, difference_scale(self.noise))
 
     def _infer(self, projection, start, rng, progress):
@@ -628,14 +665,16 @@ class GPPL:
         result = self._svi_loop(update, lambda: state["factor"].mean, rng, progress, "GPPL SVI")
         return state["factor"], state["scale"], result
 
-    def _svi_loop(self, update, monitored, rng, progress: bool, desc: str):
+    def _svi_loop(self, update, monitored, rng, progress: bool, desc: str, change=None):
         """Drive SVI: ``update(ρ_n, batch_index, P/P_n)`` takes one natural-gradient step on
         a mini-batch drawn without replacement.
 
-        Convergence is judged once per pass over the data (``⌈P / P_n⌉`` iterations) on the
-        change of ``monitored()`` (a mean vector) since the previous pass, relative to its
-        size: single mini-batch steps keep moving by the sampling noise.
+        Convergence is judged once per pass over the data (``⌈P / P_n⌉`` iterations) on
+        ``change(monitored(), previous)`` between this pass and the previous one (default: the
+        change of a mean vector relative to its size): single mini-batch steps keep moving by
+        the sampling noise.
         """
+        change = _relative_change if change is None else change
         n_obs = len(self._pairs.y)
         batch = n_obs if self.batch_size is None else min(self.batch_size, n_obs)
         epoch = math.ceil(n_obs / batch)
@@ -648,9 +687,9 @@ class GPPL:
             if (iteration + 1) % epoch:
                 return None
             current = monitored()
-            change = _relative_change(current, snapshot[0])
+            value = change(current, snapshot[0])
             snapshot[0] = current
-            return change
+            return value
 
         return run_iterations(
             step,
@@ -671,11 +710,7 @@ class GPPL:
         n = len(pairs.left)
         mean_d, var_d = projection.pair_moments(self._X[items], codes[:n], codes[n:], factor, scale)
         loglik = expected_linear_loglik(
-            pairs.y,
-            self._q,
-            mean_d,
-            var_d,
-            difference_scale(self.noise),
+            pairs.y, self._q, mean_d, var_d, difference_scale(self.noise)
         )
         return (
             loglik
