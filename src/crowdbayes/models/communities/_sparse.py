@@ -30,10 +30,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ...inference.driver import run_iterations
 from ...linalg import cholesky_logdet, safe_cholesky, triangular_solve
 from ..gp_preference import PairCounts
-from ..gp_preference._likelihood import difference_scale, tilted_moments
+from ..gp_preference._likelihood import difference_scale
+from ..gp_preference.ep import initial_sites, parallel_ep, site_log_normalisers
 
 __all__ = ["InducingBasis", "SparsePosterior", "SparseEPResult", "sparse_ep", "choose_inducing"]
 
@@ -167,13 +167,6 @@ class SparseEPResult:
     converged: bool
 
 
-def _cavity(posterior, pairs: PairCounts, tau: np.ndarray, nu: np.ndarray):
-    m, v = posterior.difference_moments(pairs.left, pairs.right)
-    v = np.maximum(v, 1e-300)
-    cav_tau, cav_nu = 1.0 / v - tau, m / v - nu
-    return cav_tau, cav_nu, cav_tau > 1e-12 / v
-
-
 def sparse_ep(
     basis: InducingBasis,
     pairs: PairCounts,
@@ -187,45 +180,20 @@ def sparse_ep(
     """Parallel damped EP on the inducing values (module docstring); arguments as in
     :func:`~crowdbayes.models.gp_preference.expectation_propagation`, with the prior given by
     ``basis`` instead of ``K``."""
-    if not 0.0 < damping <= 1.0:
-        raise ValueError(f"damping must be in (0, 1]; got {damping}")
     alpha = difference_scale(noise)
-    n = pairs.n_pairs
-    tau = np.zeros(n) if sites is None else np.array(sites[0], dtype=np.float64)
-    nu = np.zeros(n) if sites is None else np.array(sites[1], dtype=np.float64)
-    args = (pairs.left, pairs.right)
-    state = {"post": SparsePosterior(basis, *args, tau, nu), "tau": tau, "nu": nu}
-
-    def sweep(_: int) -> float:
-        tau, nu = state["tau"], state["nu"]
-        cav_tau, cav_nu, ok = _cavity(state["post"], pairs, tau, nu)
-        cav_var = 1.0 / cav_tau[ok]
-        _, hat_mean, hat_var = tilted_moments(
-            cav_nu[ok] * cav_var, cav_var, pairs.wins[ok], pairs.losses[ok], alpha
-        )
-        hat_var = np.maximum(hat_var, 1e-12 * cav_var)
-        new_tau = np.maximum(1.0 / hat_var - cav_tau[ok], 0.0)
-        new_nu = hat_mean / hat_var - cav_nu[ok]
-        tau_next, nu_next = tau.copy(), nu.copy()
-        tau_next[ok] = (1.0 - damping) * tau[ok] + damping * new_tau
-        nu_next[ok] = (1.0 - damping) * nu[ok] + damping * new_nu
-        change = max(
-            float(np.max(np.abs(new_tau - tau[ok]) / (1.0 + tau[ok]), initial=0.0)),
-            float(np.max(np.abs(new_nu - nu[ok]) / (1.0 + np.abs(nu[ok])), initial=0.0)),
-        )
-        post = SparsePosterior(basis, *args, tau_next, nu_next)
-        state.update(tau=tau_next, nu=nu_next, post=post)
-        return change
-
-    result = run_iterations(
-        sweep,
+    tau, nu = initial_sites(sites, pairs.n_pairs)
+    post, tau, nu, result = parallel_ep(
+        lambda tau, nu: SparsePosterior(basis, pairs.left, pairs.right, tau, nu),
+        pairs,
+        tau,
+        nu,
+        alpha=alpha,
+        damping=damping,
         max_iter=max_iter,
         tol=tol,
-        monitor="change",
         desc="sparse EP sweeps",
         warn_name="sparse expectation propagation",
     )
-    post, tau, nu = state["post"], state["tau"], state["nu"]
     return SparseEPResult(
         post,
         tau,
@@ -241,15 +209,8 @@ def sparse_log_marginal(
 ) -> float:
     """``log Z_EP`` of the sites under the DTC prior (module docstring; the site scales ``s_k``
     as in :func:`~crowdbayes.models.gp_preference.ep_log_marginal`)."""
-    cav_tau, cav_nu, ok = _cavity(post, pairs, tau, nu)
-    cav_tau = np.where(ok, cav_tau, 1e-300)
-    cav_var = 1.0 / cav_tau
-    cav_mean = cav_nu * cav_var
-    log_z, _, _ = tilted_moments(cav_mean, cav_var, pairs.wins, pairs.losses, alpha)
-    scale = (
-        log_z
-        + 0.5 * np.log1p(cav_var * tau)
-        - (nu + cav_nu) ** 2 / (2.0 * (cav_tau + tau))
-        + cav_nu * cav_mean / 2.0
+    return (
+        site_log_normalisers(post, pairs, tau, nu, alpha)
+        - 0.5 * post.log_det_inner()
+        + 0.5 * post.linear_term @ post.mean_v
     )
-    return float(scale.sum() - 0.5 * post.log_det_inner() + 0.5 * post.linear_term @ post.mean_v)

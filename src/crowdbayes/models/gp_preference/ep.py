@@ -72,14 +72,11 @@ class EPResult:
     history: list[float] = field(default_factory=list)
 
 
-def _cavities(
-    posterior: LatentPosterior,
-    left: np.ndarray,
-    right: np.ndarray,
-    tau: np.ndarray,
-    nu: np.ndarray,
+def site_cavities(
+    posterior, left: np.ndarray, right: np.ndarray, tau: np.ndarray, nu: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Cavity natural parameters ``(τ_{-k}, ν_{-k})`` and a mask of the valid (τ > 0) ones."""
+    """Cavity natural parameters ``(τ_{-k}, ν_{-k})`` and a mask of the valid (τ > 0) ones, for
+    any posterior with ``difference_moments(left, right)`` (exact or sparse)."""
     m, v = posterior.difference_moments(left, right)
     v = np.maximum(v, 1e-300)
     cav_tau = 1.0 / v - tau
@@ -87,15 +84,12 @@ def _cavities(
     return cav_tau, cav_nu, cav_tau > 1e-12 * (1.0 / v)
 
 
-def ep_log_marginal(
-    posterior: LatentPosterior,
-    pairs: PairCounts,
-    tau: np.ndarray,
-    nu: np.ndarray,
-    alpha: float,
+def site_log_normalisers(
+    posterior, pairs: PairCounts, tau: np.ndarray, nu: np.ndarray, alpha: float
 ) -> float:
-    """``log Z_EP`` for the given sites and their posterior (see the module docstring)."""
-    cav_tau, cav_nu, ok = _cavities(posterior, pairs.left, pairs.right, tau, nu)
+    """``Σ_k log s̃_k``: the sites' share of ``log Z_EP`` (see the module docstring); the
+    posterior adds its own ``−½ log|B| + ½ ν̃ᵀμ`` term."""
+    cav_tau, cav_nu, ok = site_cavities(posterior, pairs.left, pairs.right, tau, nu)
     cav_tau = np.where(ok, cav_tau, 1e-300)
     cav_var = 1.0 / cav_tau
     cav_mean = cav_nu * cav_var
@@ -106,11 +100,100 @@ def ep_log_marginal(
         - (nu + cav_nu) ** 2 / (2.0 * (cav_tau + tau))
         + cav_nu * cav_mean / 2.0
     )
-    return float(
-        site_scale.sum()
+    return float(site_scale.sum())
+
+
+def ep_log_marginal(
+    posterior: LatentPosterior,
+    pairs: PairCounts,
+    tau: np.ndarray,
+    nu: np.ndarray,
+    alpha: float,
+) -> float:
+    """``log Z_EP`` for the given sites and their posterior (see the module docstring)."""
+    return (
+        site_log_normalisers(posterior, pairs, tau, nu, alpha)
         - 0.5 * posterior.log_det_inner()
         + 0.5 * posterior.linear_term @ posterior.mean
     )
+
+
+def initial_sites(sites, n_pairs: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(τ̃, ν̃)``: zeros (posterior = prior), or a validated copy of the given sites."""
+    if sites is None:
+        return np.zeros(n_pairs), np.zeros(n_pairs)
+    tau = np.array(sites[0], dtype=np.float64)
+    nu = np.array(sites[1], dtype=np.float64)
+    if tau.shape != (n_pairs,) or nu.shape != (n_pairs,) or (tau < 0).any():
+        raise ValueError(
+            f"sites: expected two arrays of shape ({n_pairs},) with non-negative precisions"
+        )
+    return tau, nu
+
+
+def parallel_ep(
+    make_posterior,
+    pairs: PairCounts,
+    tau: np.ndarray,
+    nu: np.ndarray,
+    *,
+    alpha: float,
+    damping: float,
+    max_iter: int,
+    tol: float,
+    progress: bool = False,
+    desc: str = "EP sweeps",
+    warn_name: str = "expectation propagation",
+):
+    """Parallel damped EP over the pairwise probit sites, for any Gaussian posterior family.
+
+    ``make_posterior(τ̃, ν̃)`` builds the posterior of the latent utilities given the site
+    parameters (exact: :class:`LatentPosterior`; inducing points: the communities' sparse
+    posterior). Each sweep takes every site's cavity, matches the moments of the tilted
+    distribution (:func:`tilted_moments`) and moves the site parameters a fraction ``damping``
+    toward the matched ones. The monitored change is the undamped relative distance to the
+    matched sites: zero exactly at a fixed point, and not shrunk by the damping.
+
+    Returns ``(posterior, τ̃, ν̃, result)`` with the driver's result (``n_iter``,
+    ``converged``, ``history``).
+    """
+    if not 0.0 < damping <= 1.0:
+        raise ValueError(f"damping must be in (0, 1]; got {damping}")
+    left, right = pairs.left, pairs.right
+    state = {"posterior": make_posterior(tau, nu), "tau": tau, "nu": nu}
+
+    def sweep(_: int) -> float:
+        tau, nu = state["tau"], state["nu"]
+        cav_tau, cav_nu, ok = site_cavities(state["posterior"], left, right, tau, nu)
+        cav_var = 1.0 / cav_tau[ok]
+        cav_mean = cav_nu[ok] * cav_var
+        _, hat_mean, hat_var = tilted_moments(
+            cav_mean, cav_var, pairs.wins[ok], pairs.losses[ok], alpha
+        )
+        # the tilted variance is below the cavity's; keep it positive against round-off
+        hat_var = np.maximum(hat_var, 1e-12 * cav_var)
+        new_tau = np.maximum(1.0 / hat_var - cav_tau[ok], 0.0)
+        new_nu = hat_mean / hat_var - cav_nu[ok]
+        tau_next, nu_next = tau.copy(), nu.copy()
+        tau_next[ok] = (1.0 - damping) * tau[ok] + damping * new_tau
+        nu_next[ok] = (1.0 - damping) * nu[ok] + damping * new_nu
+        change = max(
+            float(np.max(np.abs(new_tau - tau[ok]) / (1.0 + tau[ok]), initial=0.0)),
+            float(np.max(np.abs(new_nu - nu[ok]) / (1.0 + np.abs(nu[ok])), initial=0.0)),
+        )
+        state.update(tau=tau_next, nu=nu_next, posterior=make_posterior(tau_next, nu_next))
+        return change
+
+    result = run_iterations(
+        sweep,
+        max_iter=max_iter,
+        tol=tol,
+        monitor="change",
+        progress=progress,
+        desc=desc,
+        warn_name=warn_name,
+    )
+    return state["posterior"], state["tau"], state["nu"], result
 
 
 def expectation_propagation(
@@ -143,55 +226,19 @@ def expectation_propagation(
     chol_prior : ndarray, optional
         A precomputed lower Cholesky factor of ``K`` (e.g. cached per community).
     """
-    if not 0.0 < damping <= 1.0:
-        raise ValueError(f"damping must be in (0, 1]; got {damping}")
     alpha, L = prepare_problem(K, pairs, noise, chol_prior)
-    left, right, wins, losses = pairs.left, pairs.right, pairs.wins, pairs.losses
-    if sites is None:
-        tau = np.zeros(len(left))
-        nu = np.zeros(len(left))
-    else:
-        tau = np.array(sites[0], dtype=np.float64)
-        nu = np.array(sites[1], dtype=np.float64)
-        if tau.shape != left.shape or nu.shape != left.shape or (tau < 0).any():
-            raise ValueError(
-                f"sites: expected two arrays of shape {left.shape} with non-negative precisions"
-            )
-    state = {"posterior": LatentPosterior(L, left, right, tau, linear=nu), "tau": tau, "nu": nu}
-
-    def sweep(_: int) -> float:
-        tau, nu = state["tau"], state["nu"]
-        cav_tau, cav_nu, ok = _cavities(state["posterior"], left, right, tau, nu)
-        cav_var = 1.0 / cav_tau[ok]
-        cav_mean = cav_nu[ok] * cav_var
-        _, hat_mean, hat_var = tilted_moments(cav_mean, cav_var, wins[ok], losses[ok], alpha)
-        # the tilted variance is below the cavity's; keep it positive against round-off
-        hat_var = np.maximum(hat_var, 1e-12 * cav_var)
-        new_tau = np.maximum(1.0 / hat_var - cav_tau[ok], 0.0)
-        new_nu = hat_mean / hat_var - cav_nu[ok]
-        tau_next, nu_next = tau.copy(), nu.copy()
-        tau_next[ok] = (1.0 - damping) * tau[ok] + damping * new_tau
-        nu_next[ok] = (1.0 - damping) * nu[ok] + damping * new_nu
-        # the undamped distance to the moment-matched sites: zero exactly at a fixed point,
-        # and not shrunk by the damping
-        change = max(
-            float(np.max(np.abs(new_tau - tau[ok]) / (1.0 + tau[ok]), initial=0.0)),
-            float(np.max(np.abs(new_nu - nu[ok]) / (1.0 + np.abs(nu[ok])), initial=0.0)),
-        )
-        state["tau"], state["nu"] = tau_next, nu_next
-        state["posterior"] = LatentPosterior(L, left, right, tau_next, linear=nu_next)
-        return change
-
-    result = run_iterations(
-        sweep,
+    tau, nu = initial_sites(sites, len(pairs.left))
+    posterior, tau, nu, result = parallel_ep(
+        lambda tau, nu: LatentPosterior(L, pairs.left, pairs.right, tau, linear=nu),
+        pairs,
+        tau,
+        nu,
+        alpha=alpha,
+        damping=damping,
         max_iter=max_iter,
         tol=tol,
-        monitor="change",
         progress=progress,
-        desc="EP sweeps",
-        warn_name="expectation propagation",
     )
-    posterior, tau, nu = state["posterior"], state["tau"], state["nu"]
     return EPResult(
         posterior=posterior,
         site_precision=tau,
