@@ -57,6 +57,7 @@ from crowdbayes.exceptions import DataWarning  # noqa: E402
 from crowdbayes.metrics.clustering import (  # noqa: E402
     link_worker_accuracy,
     normalized_mutual_info,
+    per_task_nmi,
 )
 from crowdbayes.models.clustering import LinkClustering  # noqa: E402
 
@@ -69,19 +70,14 @@ def scores(crowd, measured, groupings, model) -> dict:
     """α/β correlations with the measured values over the workers, and the mean per-task NMI
     of the inferred partition and of the worker's own grouping with the true digits."""
     workers = model.workers_.loc[measured.index]
-    raw, inferred = [], []
-    for _, groups in groupings.groupby(level="task"):
-        items = groups.index.get_level_values("item")
-        digits = crowd.digits.loc[items].to_numpy()
-        raw.append(normalized_mutual_info(digits, groups.to_numpy()))
-        inferred.append(normalized_mutual_info(digits, model.assignments_.loc[items].to_numpy()))
+    nmi = per_task_nmi(groupings, crowd.digits, model.assignments_)
     assigned = model.assignments_
     return {
         "elbo": model.elbo_,
         "alpha_r": pearson(workers["alpha"], measured["alpha"]),
         "beta_r": pearson(workers["beta"], measured["beta"]),
-        "raw_nmi": float(np.mean(raw)),
-        "inferred_nmi": float(np.mean(inferred)),
+        "raw_nmi": float(nmi["worker"].mean()),
+        "inferred_nmi": float(nmi["inferred"].mean()),
         "global_nmi": normalized_mutual_info(
             crowd.digits.loc[assigned.index].to_numpy(), assigned.to_numpy()
         ),

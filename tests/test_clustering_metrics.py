@@ -106,3 +106,23 @@ def test_link_worker_accuracy_counts():
     assert out.loc["v", "n_different"] == 0 and out.loc["u", "n_same"] == 2
     with pytest.raises(ValueError, match=r"1 linked item\(s\) have no true cluster"):
         link_worker_accuracy(links, truth.drop("d"))
+
+
+def test_per_task_nmi_scores_each_task_on_its_own_items():
+    from crowdbayes.metrics.clustering import normalized_mutual_info, per_task_nmi
+
+    index = pd.MultiIndex.from_tuples(
+        [("t1", "a"), ("t1", "b"), ("t1", "c"), ("t1", "d"), ("t2", "c"), ("t2", "e")],
+        names=["task", "item"],
+    )
+    groupings = pd.Series([0, 0, 1, 1, 0, 0], index=index)
+    truth = pd.Series({"a": 1, "b": 1, "c": 2, "d": 3, "e": 3})
+    inferred = pd.Series({"a": 5, "b": 5, "c": 6, "d": 7, "e": 7, "unused": 0})
+    scores = per_task_nmi(groupings, truth, inferred)
+    assert list(scores.index) == ["t1", "t2"] and scores.index.name == "task"
+    assert scores.loc["t1", "worker"] == pytest.approx(
+        normalized_mutual_info([1, 1, 2, 3], [0, 0, 1, 1])
+    )
+    assert scores.loc["t1", "inferred"] == pytest.approx(1.0)
+    assert scores.loc["t2", "inferred"] == pytest.approx(1.0)  # c, e apart as in the truth
+    assert scores.loc["t2", "worker"] == pytest.approx(0.0)  # one group for two clusters

@@ -291,20 +291,15 @@ def semicrowd(data_root):
 def real_data_scores(crowd, measured, groupings, model) -> dict:
     """Pearson correlations of the estimated and measured worker α, β, and the mean NMI of
     the inferred partition and of the worker's own grouping with the true digits per task."""
-    from crowdbayes.metrics.clustering import normalized_mutual_info
+    from crowdbayes.metrics.clustering import per_task_nmi
 
     workers = model.workers_.loc[measured.index]
-    raw, inferred = [], []
-    for _, groups in groupings.groupby(level="task"):
-        items = groups.index.get_level_values("item")
-        digits = crowd.digits.loc[items].to_numpy()
-        raw.append(normalized_mutual_info(digits, groups.to_numpy()))
-        inferred.append(normalized_mutual_info(digits, model.assignments_.loc[items].to_numpy()))
+    nmi = per_task_nmi(groupings, crowd.digits, model.assignments_)
     return {
         "alpha_r": np.corrcoef(workers["alpha"], measured["alpha"])[0, 1],
         "beta_r": np.corrcoef(workers["beta"], measured["beta"])[0, 1],
-        "raw_nmi": np.mean(raw),
-        "inferred_nmi": np.mean(inferred),
+        "raw_nmi": nmi["worker"].mean(),
+        "inferred_nmi": nmi["inferred"].mean(),
     }
 
 

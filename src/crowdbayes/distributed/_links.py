@@ -21,7 +21,6 @@ This is the in-memory sweep's arithmetic summed in a different order, so the pos
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Callable
 
 import numpy as np
@@ -31,7 +30,6 @@ from distributed import Client
 
 from .._utils import as_generator, spawn_generators
 from ..data.links import Links
-from ..exceptions import ConvergenceWarning
 from ..models.clustering.link_vb import (
     LinkClustering,
     LinkGlobals,
@@ -394,13 +392,7 @@ def fit_links_distributed(
             desc="LinkClustering sweeps (dask)",
             callback=on_iteration,
         )
-    if model.tol is not None and not run.converged:
-        warnings.warn(
-            f"LinkClustering did not converge in {model.max_iter} sweeps (tol={model.tol}); "
-            "increase max_iter or tol",
-            ConvergenceWarning,
-            stacklevel=2,
-        )
+    model._warn_unless_converged(run)
     model.restart_elbos_ = [run.history[-1]]
     model._set_results(items, order, workers, worker_links, state, run)
     return model

@@ -7,6 +7,7 @@ from .clustering import (
     link_worker_accuracy,
     mutual_information,
     normalized_mutual_info,
+    per_task_nmi,
     unsupervised_accuracy,
 )
 from .labels import accuracy, brier_score, log_loss, worker_recovery_error
@@ -23,6 +24,7 @@ __all__ = [
     "adjusted_rand_index",
     "contingency_table",
     "link_worker_accuracy",
+    "per_task_nmi",
     "mutual_information",
     "normalized_mutual_info",
     "unsupervised_accuracy",

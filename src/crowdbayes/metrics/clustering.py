@@ -32,6 +32,7 @@ __all__ = [
     "adjusted_rand_index",
     "unsupervised_accuracy",
     "link_worker_accuracy",
+    "per_task_nmi",
 ]
 
 
@@ -218,4 +219,33 @@ def link_worker_accuracy(
         }
     )
     out.index.name = "worker"
+    return out
+
+
+def per_task_nmi(groupings: pd.Series, truth: pd.Series, assignments: pd.Series) -> pd.DataFrame:
+    """Within each annotation task, the NMI with the true clusters of the worker's own grouping
+    (``worker``) and of the inferred clusters (``inferred``), over the task's items.
+
+    Parameters
+    ----------
+    groupings : Series indexed by ``(task, item)``
+        Each worker's group numbers per task
+        (:func:`crowdbayes.datasets.clustering.task_groupings`).
+    truth, assignments : Series indexed by item
+        True clusters and a model's clusters (e.g. ``model.assignments_``).
+
+    Returns
+    -------
+    DataFrame indexed by task with columns ``worker`` and ``inferred``.
+    """
+    rows = {}
+    for task, groups in groupings.groupby(level=0, sort=True):
+        items = groups.index.get_level_values(-1)
+        digits = truth.loc[items].to_numpy()
+        rows[task] = (
+            normalized_mutual_info(digits, groups.to_numpy()),
+            normalized_mutual_info(digits, assignments.loc[items].to_numpy()),
+        )
+    out = pd.DataFrame.from_dict(rows, orient="index", columns=["worker", "inferred"])
+    out.index.name = groupings.index.names[0]
     return out

@@ -829,13 +829,7 @@ class LinkClustering:
             self.restart_elbos_.append(run.history[-1])
             if best_run is None or run.history[-1] > best_run.history[-1]:
                 best, best_run = state, run
-        if self.tol is not None and not best_run.converged:
-            warnings.warn(
-                f"LinkClustering did not converge in {self.max_iter} sweeps (tol={self.tol}); "
-                "increase max_iter or tol",
-                ConvergenceWarning,
-                stacklevel=2,
-            )
+        self._warn_unless_converged(best_run)
         worker_links = np.bincount(links.worker_codes, minlength=links.n_workers)
         self._set_results(
             links.item_ids, linked[order], links.worker_ids, worker_links, best, best_run
@@ -947,6 +941,17 @@ class LinkClustering:
             tol=self.tol,
             progress=self.progress,
         )
+
+    def _warn_unless_converged(self, run) -> None:
+        """A :class:`ConvergenceWarning` (pointing at the user's ``fit`` call) when the kept
+        run stopped at ``max_iter`` with a tolerance set."""
+        if self.tol is not None and not run.converged:
+            warnings.warn(
+                f"LinkClustering did not converge in {self.max_iter} sweeps (tol={self.tol}); "
+                "increase max_iter or tol",
+                ConvergenceWarning,
+                stacklevel=3,
+            )
 
     def _set_results(
         self, item_ids: pd.Index, item_codes, worker_ids: pd.Index, worker_links, state, run
