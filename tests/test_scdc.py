@@ -218,6 +218,8 @@ def test_same_seed_same_result_and_item_ids():
         ({"warmup_epochs": -1}, "warmup_epochs"),
         ({"n_init": 0}, "n_init"),
         ({"device": "tpu"}, "device"),
+        ({"link_weight": 0.0}, "link_weight"),
+        ({"link_weight": float("nan")}, "link_weight"),
     ],
 )
 def test_bad_hyperparameters_name_the_parameter(params, name):
@@ -272,3 +274,49 @@ def test_scdc_point_estimates_fit_an_easy_mixture():
     assert model.predict(X).shape == (len(X),)
     with pytest.raises(ValueError, match="decoder"):
         SCDC(decoder="nope").fit(X)
+
+
+def test_link_weight_scales_the_relational_part_of_both_models():
+    """``link_weight`` λ tempers the link likelihood, p(L | z)^λ: the SCDC relational term,
+    the BayesSCDC link messages and its link term in the objective all scale by λ."""
+    X, y = _blobs(per=10)
+    sim = simulate_pair_links(y, n_workers=3, pairs_per_worker=15, random_state=4)
+    kwargs = dict(n_clusters=3, hidden=(8,), epochs=2, warmup_epochs=0, batch_size=10)
+    model = SCDC(random_state=0, **kwargs).fit(X, sim.links)
+    data = model._prepare(X, sim.links, None)
+    values = {}
+    for weight in (1.0, 2.5):
+        model.link_weight = weight
+        with torch.no_grad():
+            rel = model._relational(data, data.links, len(X), np.random.default_rng(0))
+        values[weight] = float(rel)
+    assert values[1.0] < 0
+    np.testing.assert_allclose(values[2.5], 2.5 * values[1.0], rtol=1e-5)
+
+    bayes = BayesSCDC(random_state=0, **kwargs).fit(X, sim.links)
+    data = bayes._prepare(X, sim.links, None)
+    batch = np.arange(len(X))
+    plain = bayes._messenger(data.links, batch)(None).numpy()
+    bayes.link_weight = 2.5
+    scaled = bayes._messenger(data.links, batch)(None).numpy()
+    np.testing.assert_allclose(scaled, 2.5 * plain, rtol=1e-5, atol=1e-6)
+    assert np.abs(plain).max() > 0
+
+
+def test_scdc_link_weight_lets_links_override_the_dominant_feature_split():
+    """Features split strongly along x, the links describe a weaker split along y: with the
+    plain likelihood the generative part wins; with a tempered-up link likelihood and
+    restarts SCDC follows the links (the CMU faces problem: pose is not the dominant
+    structure of the pixels)."""
+    rng = np.random.default_rng(0)
+    n = 120
+    side, truth = rng.integers(2, size=n), rng.integers(2, size=n)
+    X = np.column_stack([6.0 * side, 1.5 * truth]) + rng.normal(0, 0.5, (n, 2))
+    X = np.column_stack([X, rng.normal(0, 0.5, (n, 2))])
+    sim = simulate_pair_links(truth, n_workers=3, pairs_per_worker=40, random_state=0)
+    kwargs = dict(n_clusters=2, hidden=(16,), epochs=15, warmup_epochs=3, batch_size=20)
+    kwargs.update(learning_rate=1e-2, n_init=2, random_state=0)
+    plain = SCDC(**kwargs).fit(X, sim.links).assignments_.to_numpy()
+    tempered = SCDC(link_weight=10.0, **kwargs).fit(X, sim.links).assignments_.to_numpy()
+    assert unsupervised_accuracy(truth, tempered) >= 0.85
+    assert unsupervised_accuracy(truth, tempered) > unsupervised_accuracy(truth, plain) + 0.1

@@ -75,6 +75,12 @@ class ObservedData:
     shape: tuple[int, ...]
 
 
+def _restart_score(history: list[float]) -> float:
+    """What picks the best restart: the objective averaged over the last (up to) three
+    epochs, since each epoch's value is a minibatch estimate."""
+    return float(np.mean(history[-3:]))
+
+
 class DeepClusteringBase:
     """Shared validation, data handling and results; subclasses implement ``_fit_model``,
     ``_posterior`` and ``_predict_new``."""
@@ -111,6 +117,9 @@ class DeepClusteringBase:
             raise ValueError(f"decoder must be one of {DECODERS}; got {self.decoder!r}")
         if not (np.isfinite(self.learning_rate) and self.learning_rate > 0):
             raise ValueError(f"learning_rate must be positive; got {self.learning_rate!r}")
+        weight = self.link_weight
+        if not (isinstance(weight, numbers.Real) and np.isfinite(weight) and weight > 0):
+            raise ValueError(f"link_weight must be a positive number; got {weight!r}")
         self._device = self._resolve_device()
         self._warmup = min(int(warmup), self.epochs // 2)  # at most half of the epochs
 
@@ -234,7 +243,7 @@ class DeepClusteringBase:
                     progress=self.progress,
                     desc=self._name,
                 )
-            if best is None or run.history[-1] > best_history[-1]:
+            if best is None or _restart_score(run.history) > _restart_score(best_history):
                 best, best_history = dict(self.__dict__), run.history
         self.__dict__.update(best)
         with self._seeded(rng):
@@ -242,6 +251,11 @@ class DeepClusteringBase:
         self.history_ = best_history
         self._set_results(data, resp, embedding)
         return self
+
+    def _warm(self, epoch: int) -> float:
+        """Weight of the latent prior terms in the networks' loss at ``epoch`` (KL annealing
+        over the warm-up: 1/warmup, 2/warmup, … then 1)."""
+        return min(1.0, (epoch + 1) / self._warmup) if self._warmup else 1.0
 
     def _minibatches(self, n: int, rng: np.random.Generator):
         order = rng.permutation(n)

@@ -45,9 +45,10 @@ Departures from the paper, needed for the fits to work here: (a) a warm-up
 (``warmup_epochs``): the latent prior terms of the networks' loss are annealed in, q(π) is
 held, and at the end q(π) and the NIW factors restart around the learnt embedding (k-means++
 centres); (b) ``global_learning_rate`` 0.05 instead of the paper's 1e-4; (c) restarts
-(``n_init``), keeping the best objective. With a Gaussian decoder the observations are
-standardised (one shift per feature, one overall scale), which changes the objective only by a
-constant.
+(``n_init``), keeping the best objective (averaged over the last three epochs); (d) an
+optional power ``link_weight`` on the link likelihood (default 1, the paper's). With a Gaussian
+decoder the observations are standardised (one shift per feature, one overall scale), which
+changes the objective only by a constant.
 
 Components whose posterior weight falls to ~0 get no items; ``n_clusters_used_`` counts the
 clusters that are the MAP cluster of at least one item.
@@ -223,6 +224,11 @@ class BayesSCDC(DeepClusteringBase):
         Beta prior on every α_m and β_m (paper: (1, 1)).
     worker_init : (float, float)
         Initial Beta factors of q(α_m), q(β_m) (paper: (10, 1)).
+    link_weight : float
+        Power λ of the link likelihood, :math:`p(L \mid z)^\lambda` (1: the paper's model).
+        It multiplies the link messages of Eq. 14, the workers' Beta statistics and the link
+        term of the objective. Values above 1 let sparse links outweigh a feature structure
+        that is not the one the links describe.
     credible_level : float
         Mass of the central intervals in ``workers_``.
     device : {"cpu", "cuda"}
@@ -267,6 +273,7 @@ class BayesSCDC(DeepClusteringBase):
         niw_kappa: float = 0.5,
         worker_prior: tuple[float, float] = (1.0, 1.0),
         worker_init: tuple[float, float] = (10.0, 1.0),
+        link_weight: float = 1.0,
         credible_level: float = 0.9,
         device: str = "cpu",
         random_state=None,
@@ -287,6 +294,7 @@ class BayesSCDC(DeepClusteringBase):
         self.niw_kappa = niw_kappa
         self.worker_prior = worker_prior
         self.worker_init = worker_init
+        self.link_weight = link_weight
         self.credible_level = credible_level
         self.device = device
         self.random_state = random_state
@@ -364,6 +372,7 @@ class BayesSCDC(DeepClusteringBase):
             links.worker[link],
             links.labels[link],
         )
+        weights = weights * self.link_weight
         matrix = sp.csr_matrix((weights, partner, indptr), shape=(len(batch), links.n_items))
         table = self._resp_table
 
@@ -405,7 +414,7 @@ class BayesSCDC(DeepClusteringBase):
             log_resp = torch.log(resp.clamp_min(1e-30))
             z_part = (resp * (log_pi - log_resp)).sum(-1)
             local = recon + expected + entropy + z_part
-            warm = min(1.0, (epoch + 1) / self._warmup) if self._warmup else 1.0
+            warm = self._warm(epoch)
             loss = -(recon + warm * (expected + entropy)).mean()
             self._optimizer.zero_grad()
             loss.backward()
@@ -454,7 +463,7 @@ class BayesSCDC(DeepClusteringBase):
                 agreement, links.worker[chosen], links.labels[chosen], links.n_workers
             )
             prior = np.asarray(self.worker_prior, float)
-            scale = links.n_links / len(chosen)
+            scale = self.link_weight * links.n_links / len(chosen)
             self.worker_alpha_ = natural_step(
                 (self.worker_alpha_,), (prior,), (a_counts,), rho, scale
             )[0]
@@ -470,7 +479,7 @@ class BayesSCDC(DeepClusteringBase):
             expected = two_coin_expectations(self.worker_alpha_, self.worker_beta_)
             weights, offsets = link_message_weights(expected, links.worker, links.labels)
             agreement = links.agreement(self._resp_table)
-            value += link_expected_log_likelihood(agreement, weights, offsets)
+            value += self.link_weight * link_expected_log_likelihood(agreement, weights, offsets)
             prior = np.asarray(self.worker_prior, float)
             value -= two_coin_kl(self.worker_alpha_, prior) + two_coin_kl(self.worker_beta_, prior)
         return value

@@ -73,7 +73,12 @@ class SCDC(DeepClusteringBase):
     Parameters are those of :class:`BayesSCDC` where they apply: ``n_clusters``,
     ``latent_dim``, ``hidden``, ``decoder``, ``epochs``, ``batch_size``, ``learning_rate``
     (Adam, networks and globals), ``warmup_epochs``, ``n_init``, ``worker_init`` (starting
-    α = β of every worker), ``device``, ``random_state``, ``progress``.
+    α = β of every worker), ``link_weight``, ``device``, ``random_state``, ``progress``.
+    ``link_weight`` λ tempers the relational term, :math:`\lambda\,\mathcal L_{\mathrm{rel}}`
+    (a power likelihood :math:`p(L\mid z)^\lambda`; 1 is the paper's model). On the CMU faces
+    by pose (624 images, a few links per image) the plain likelihood is too weak against the
+    reconstruction term, which clusters by identity and lighting; λ = 10 lets the links
+    decide (``benchmarks/cluster_faces.py``).
 
     Attributes
     ----------
@@ -101,6 +106,7 @@ class SCDC(DeepClusteringBase):
         warmup_epochs: int = 5,
         n_init: int = 1,
         worker_init: float = 0.9,
+        link_weight: float = 1.0,
         device: str = "cpu",
         random_state=None,
         progress: bool = False,
@@ -115,6 +121,7 @@ class SCDC(DeepClusteringBase):
         self.warmup_epochs = warmup_epochs
         self.n_init = n_init
         self.worker_init = worker_init
+        self.link_weight = link_weight
         self.device = device
         self.random_state = random_state
         self.progress = progress
@@ -164,7 +171,7 @@ class SCDC(DeepClusteringBase):
     def _epoch(self, data: ObservedData, rng: np.random.Generator, epoch: int) -> float:
         n = len(data.obs)
         links = data.links
-        warm = min(1.0, (epoch + 1) / self._warmup) if self._warmup else 1.0
+        warm = self._warm(epoch)
         total = 0.0
         batches = self._minibatches(n, rng)
         for batch in batches:
@@ -193,7 +200,7 @@ class SCDC(DeepClusteringBase):
         worker = torch.as_tensor(links.worker[chosen], device=dev)
         label = torch.as_tensor(links.labels[chosen], dtype=torch.float32, device=dev)
         value = _link_log_lik(agreement, self._logit_alpha, self._logit_beta, worker, label)
-        return value.sum() * (links.n_links / size)
+        return value.sum() * (self.link_weight * links.n_links / size)
 
     @torch.no_grad()
     def _posterior(self, data: ObservedData):
