@@ -9,7 +9,9 @@ one-to-one matching), NMI, clusters used, seconds per fit.
     .venv/bin/python benchmarks/cluster_pinwheel.py                  # 5 seeds
     .venv/bin/python benchmarks/cluster_pinwheel.py --seeds 0 --epochs 40
 
-Prints a markdown report; ``--output FILE`` also writes it.
+Prints a markdown report; ``--output FILE`` also writes it; ``--plot FILE`` draws the first
+seed's clusters (truth, a single start without annotations, with annotations: the paper's
+Fig. 2).
 """
 
 from __future__ import annotations
@@ -68,11 +70,40 @@ def one_run(seed: int, with_links: bool, n_init: int, args, model_class=BayesSCD
     seconds = time.perf_counter() - start
     pred = model.assignments_.to_numpy()
     return {
+        "X": X,
+        "y": y,
+        "pred": pred,
+        "annotated": annotated,
         "acc": unsupervised_accuracy(y, pred),
         "nmi": normalized_mutual_info(y, pred),
         "used": model.n_clusters_used_,
         "seconds": seconds,
     }
+
+
+def plot_clusters(panels: list[tuple[str, dict]], path: Path) -> None:
+    """One scatter per fit of the first seed, points coloured by cluster."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, len(panels), figsize=(3.6 * len(panels), 3.6))
+    for ax, (title, row) in zip(np.atleast_1d(axes), panels, strict=True):
+        X = row["X"]
+        ax.scatter(X[:, 0], X[:, 1], c=row["pred"], cmap="tab20", s=6)
+        if title.startswith("with annotations"):
+            marked = X[row["annotated"]]
+            ax.scatter(marked[:, 0], marked[:, 1], facecolors="none", edgecolors="k", s=18,
+                       linewidths=0.5, label="annotated")  # fmt: skip
+            ax.legend(fontsize=7, loc="lower right")
+        ax.set_title(title, fontsize=9)
+        ax.set_xticks([])
+        ax.set_yticks([])
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
 
 
 def main() -> None:
@@ -84,6 +115,7 @@ def main() -> None:
     parser.add_argument("--scdc", action="store_true", help="also run SCDC (with links)")
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--output", type=Path, default=None)
+    parser.add_argument("--plot", type=Path, default=None, help="PNG of the first seed's fits")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     lines = ["# BayesSCDC on pinwheel (5 × 100 points, 980 links on 100 points)", ""]
@@ -101,12 +133,13 @@ def main() -> None:
     settings = [(*row, BayesSCDC) for row in settings]
     if args.scdc:
         settings.append((f"SCDC, links, n_init={args.n_init}", True, args.n_init, SCDC))
-    summary = []
+    summary, first = [], {}
     for name, with_links, n_init, model_class in settings:
         rows = []
         for seed in args.seeds:
             row = one_run(seed, with_links, n_init, args, model_class)
             rows.append(row)
+            first.setdefault(name, row)
             lines.append(
                 f"| {name} | {seed} | {row['acc']:.3f} | {row['nmi']:.3f} | {row['used']} | "
                 f"{row['seconds']:.1f} |"
@@ -118,6 +151,16 @@ def main() -> None:
         summary.append(f"| {name} | {acc:.3f} | {nmi:.3f} | {min(used)}–{max(used)} |")
     lines += ["", "Mean over seeds (paper: 0.966 accuracy / 0.94 NMI with links):", ""]
     lines += ["| setting | accuracy | NMI | clusters used |", "|---|---|---|---|", *summary]
+    if args.plot is not None:
+        seed = args.seeds[0]
+        truth = dict(first[settings[0][0]], pred=first[settings[0][0]]["y"])
+        panels = [(f"truth (seed {seed})", truth)]
+        single = first["no links, n_init=1"]
+        panels.append((f"without annotations, one start: NMI {single['nmi']:.2f}", single))
+        name = settings[0][0]
+        panels.append((f"with annotations ({name}): NMI {first[name]['nmi']:.2f}", first[name]))
+        plot_clusters(panels, args.plot)
+        lines.append(f"- plot: {args.plot}")
     text = "\n".join(lines) + "\n"
     print(text)
     if args.output is not None:

@@ -122,6 +122,35 @@ def test_pair_simulator_follows_the_two_coin_model():
         simulate_pair_links(truth, n_workers=1, pairs_per_worker=2, alpha=1.5)
 
 
+def test_balanced_pair_simulator_draws_half_same_cluster_pairs_uniformly():
+    # unequal clusters: a uniform draw would give mostly different-cluster pairs
+    truth = pd.Series(np.repeat(np.arange(3), [40, 15, 5]), index=np.arange(60) + 1000)
+    sim = simulate_pair_links(
+        truth, n_workers=2, pairs_per_worker=301, alpha=1.0, beta=1.0, balanced=True,
+        random_state=0,
+    )  # fmt: skip
+    links = sim.links
+    assert len(links) == 602 and not links[["worker", "left", "right"]].duplicated().any()
+    assert (links["left"] < links["right"]).all() and links["left"].isin(truth.index).all()
+    same = truth.loc[links["left"]].to_numpy() == truth.loc[links["right"]].to_numpy()
+    # perfect workers: the labels are the truth, so exactly 150 must-links per worker
+    np.testing.assert_array_equal(links["label"].to_numpy(), same.astype(int))
+    assert (links.groupby("worker")["label"].sum() == 150).all()
+    # same-cluster pairs are uniform over those pairs: clusters in proportion to C(n_c, 2)
+    cluster = truth.loc[links["left"][same]].to_numpy()
+    shares = np.bincount(cluster, minlength=3) / same.sum()
+    expected = np.array([780, 105, 10]) / 895
+    np.testing.assert_allclose(shares, expected, atol=0.05)
+    again = simulate_pair_links(
+        truth, n_workers=2, pairs_per_worker=301, balanced=True, random_state=0
+    )
+    pd.testing.assert_frame_equal(
+        again.links[["left", "right"]], links[["left", "right"]]
+    )  # seeded; the pairs do not depend on the accuracies
+    with pytest.raises(ValueError, match="880 different-cluster .* offer 895 and 875"):
+        simulate_pair_links(truth, n_workers=1, pairs_per_worker=1760, balanced=True)
+
+
 def test_task_simulator_mimics_the_real_scheme():
     truth = pd.Series(np.random.default_rng(0).integers(10, size=2000))
     sim = simulate_link_tasks(truth, random_state=0)

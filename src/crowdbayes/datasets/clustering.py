@@ -348,6 +348,52 @@ def _as_truth(truth) -> pd.Series:
     return series
 
 
+def _distinct_pairs(draw, count: int, rng) -> np.ndarray:
+    """``count`` distinct unordered pairs (rows ``i < j``) by rejection from ``draw(size)``,
+    in random order."""
+    pairs = np.empty((0, 2), dtype=np.int64)
+    while len(pairs) < count:
+        pairs = np.unique(np.concatenate([pairs, draw(2 * count)]), axis=0)
+    return pairs[rng.permutation(len(pairs))[:count]]
+
+
+def _uniform_pairs(n: int, size: int, rng, keep=None, same: bool = False) -> np.ndarray:
+    """About ``size`` random pairs ``i < j`` of ``n`` items; with ``keep`` (cluster codes)
+    only the pairs whose clusters are equal (``same``) or differ."""
+    draw = np.sort(rng.integers(n, size=(size, 2)), axis=1)
+    draw = draw[draw[:, 0] != draw[:, 1]]
+    if keep is not None:
+        draw = draw[(keep[draw[:, 0]] == keep[draw[:, 1]]) == same]
+    return draw
+
+
+def _same_cluster_pairs(codes: np.ndarray, size: int, rng) -> np.ndarray:
+    """``size`` pairs drawn uniformly among the same-cluster pairs: a cluster with probability
+    proportional to its number of pairs, then two distinct members."""
+    members = np.argsort(codes, kind="stable")
+    counts = np.bincount(codes)
+    starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
+    n_pairs = counts * (counts - 1) / 2.0
+    cluster = rng.choice(len(counts), size=size, p=n_pairs / n_pairs.sum())
+    first = rng.integers(counts[cluster])
+    second = rng.integers(counts[cluster] - 1)
+    second += second >= first
+    pairs = np.stack([members[starts[cluster] + first], members[starts[cluster] + second]], 1)
+    return np.sort(pairs, axis=1)
+
+
+def _check_balanced_capacity(codes: np.ndarray, pairs_per_worker: int) -> None:
+    counts = np.bincount(codes)
+    n_same = int((counts * (counts - 1) // 2).sum())
+    n_all = len(codes) * (len(codes) - 1) // 2
+    want_same = pairs_per_worker // 2
+    if want_same > n_same or pairs_per_worker - want_same > n_all - n_same:
+        raise ValueError(
+            f"balanced=True needs {want_same} same-cluster and {pairs_per_worker - want_same} "
+            f"different-cluster pairs per worker; the items offer {n_same} and {n_all - n_same}"
+        )
+
+
 def _two_coin_draw(same: np.ndarray, alpha: np.ndarray, beta: np.ndarray, rng) -> np.ndarray:
     """Must-link with probability α on same-cluster pairs and 1 − β on the others."""
     p_must = np.where(same, alpha, 1.0 - beta)
@@ -362,6 +408,7 @@ def simulate_pair_links(
     alpha=0.9,
     beta=0.9,
     items=None,
+    balanced: bool = False,
     random_state: RandomState = None,
 ) -> SyntheticLinks:
     """Each worker judges ``pairs_per_worker`` distinct random pairs under the two-coin model.
@@ -377,6 +424,12 @@ def simulate_pair_links(
     items : sequence, optional
         The item ids pairs are drawn from (default all of ``truth``; the paper's pinwheel
         annotates 100 of 500 points).
+    balanced : bool
+        False (default): pairs uniformly at random (with few clusters most are
+        different-cluster pairs). True: half of each worker's pairs (rounded down) are drawn
+        uniformly among the same-cluster pairs and the rest among the different-cluster pairs,
+        the protocol of MCVC used for the UCI/faces experiments of Luo et al. (2018, §5.2:
+        "the number of ML constraints equals to the number of CL constraints", before noise).
     random_state : seed
     """
     rng = as_generator(random_state)
@@ -385,16 +438,32 @@ def simulate_pair_links(
     n = len(pool)
     if n < 2 or pairs_per_worker > n * (n - 1) // 2:
         raise ValueError(f"cannot draw {pairs_per_worker} distinct pairs from {n} items")
+    codes = pd.factorize(truth.loc[pool].to_numpy())[0] if balanced else None
+    if balanced:
+        _check_balanced_capacity(codes, pairs_per_worker)
     alpha = _worker_accuracies(alpha, REAL_ALPHA_PRIOR, n_workers, "alpha", rng)
     beta = _worker_accuracies(beta, REAL_BETA_PRIOR, n_workers, "beta", rng)
     frames = []
     for worker in range(n_workers):
-        pairs = np.empty((0, 2), dtype=np.int64)
-        while len(pairs) < pairs_per_worker:  # rejection: distinct unordered pairs
-            draw = np.sort(rng.integers(n, size=(2 * pairs_per_worker, 2)), axis=1)
-            draw = draw[draw[:, 0] != draw[:, 1]]
-            pairs = np.unique(np.concatenate([pairs, draw]), axis=0)
-        pairs = pairs[rng.permutation(len(pairs))[:pairs_per_worker]]
+        if balanced:
+            n_same = pairs_per_worker // 2
+            pairs = np.concatenate(
+                [
+                    _distinct_pairs(
+                        lambda size: _same_cluster_pairs(codes, size, rng), n_same, rng
+                    ),
+                    _distinct_pairs(
+                        lambda size: _uniform_pairs(n, size, rng, keep=codes, same=False),
+                        pairs_per_worker - n_same,
+                        rng,
+                    ),
+                ]
+            )
+            pairs = pairs[rng.permutation(len(pairs))]
+        else:
+            pairs = _distinct_pairs(
+                lambda size: _uniform_pairs(n, size, rng), pairs_per_worker, rng
+            )
         left, right = pool[pairs[:, 0]], pool[pairs[:, 1]]
         same = truth.loc[left].to_numpy() == truth.loc[right].to_numpy()
         label = _two_coin_draw(same, alpha[worker], beta[worker], rng)

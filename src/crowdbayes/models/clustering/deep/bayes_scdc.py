@@ -53,6 +53,14 @@ changes the objective only by a constant.
 Components whose posterior weight falls to ~0 get no items; ``n_clusters_used_`` counts the
 clusters that are the MAP cluster of at least one item.
 
+Limitation: every item has its own q(z), tied to its features only through the mixture in the
+latent space. When the links are sparse and describe a grouping that the features do not
+show (the CMU faces by pose, about three links per image), the local beliefs satisfy the links
+on their own (estimated α ≈ 1) with a grouping unrelated to the features, or settle on workers
+judged worse than random; :class:`SCDC`, whose q(z | o) is one network over the features,
+has to explain the links through the features and is the model to use there
+(``benchmarks/cluster_faces.py``).
+
 References
 ----------
 Luo, Y., Tian, T., Shi, J., Zhu, J. & Zhang, B. (2018). Semi-crowdsourced clustering with deep
