@@ -129,6 +129,10 @@ def test_failed_write_leaves_no_output(tmp_path, links_csv, capsys):
         (["--epochs", "2"], "--epochs apply to scdc and bayes-scdc, not links-vb"),
         (["--clusters", "0"], "--clusters must be a positive integer; got 0"),
         (["--model", "bayes-scdc", "--features", "f.csv", "--epochs", "0"], "--epochs must be"),
+        (["--link-weight", "0.5"], "--link-weight apply to scdc and bayes-scdc, not links-vb"),
+        (["--model", "scdc", "--features", "f.csv", "--link-weight", "0"], "--link-weight must"),
+        (["--model", "scdc", "--features", "f.csv", "--link-weight", "nan"], "positive number"),
+        (["--model", "scdc", "--features", "f.csv", "--restarts", "0"], "--restarts must be"),
     ],
 )
 def test_option_errors(tmp_path, links_csv, capsys, args, message):
@@ -228,6 +232,7 @@ def test_deep_models_end_to_end(tmp_path, sim, capsys, model, form):
     out, workers = tmp_path / "a.csv", tmp_path / "w.csv"
     code = run("cluster", "fit", "--links", links, "--features", features, "--model", model,
                "--clusters", 3, "--epochs", 2, "--latent-dim", 2, "--batch-size", 20,
+               "--link-weight", 0.5, "--restarts", 2,
                "--out", out, "--workers-out", workers, "--proba", "--seed", 0)  # fmt: skip
     assert code == 0, capsys.readouterr().err
     err = capsys.readouterr().err
@@ -244,7 +249,8 @@ def test_deep_models_end_to_end(tmp_path, sim, capsys, model, form):
     from crowdbayes.models.clustering import deep
 
     cls = getattr(deep, {"scdc": "SCDC", "bayes-scdc": "BayesSCDC"}[model])
-    direct = cls(n_clusters=3, latent_dim=2, epochs=2, batch_size=20, random_state=0)
+    direct = cls(n_clusters=3, latent_dim=2, epochs=2, batch_size=20, link_weight=0.5, n_init=2,
+                 random_state=0)  # fmt: skip
     direct.fit(_features(sim.truth), links=linked)
     np.testing.assert_array_equal(table["cluster"], direct.assignments_.sort_index())
     np.testing.assert_allclose(p, direct.predict_proba().sort_index(), atol=1e-5)

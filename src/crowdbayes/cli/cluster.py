@@ -2,7 +2,8 @@
 
 crowdbayes cluster fit --links LINKS [--features FILE] [--model links-vb|scdc|bayes-scdc]
                        [--clusters K] --out ASSIGNMENTS [--proba] [--workers-out FILE]
-                       [--seed N] [--epochs N] [--device cpu|cuda] [--progress/--no-progress]
+                       [--seed N] [--epochs N] [--device cpu|cuda] [--link-weight W]
+                       [--restarts N] [--progress/--no-progress]
 
 LINKS is a ``worker,left,right,label`` table (label 1 = must-link, 0 = cannot-link; CSV, TSV or
 Parquet). ``links-vb`` (:class:`~crowdbayes.models.clustering.LinkClustering`, numpy) clusters
@@ -18,6 +19,12 @@ with features, linked or not; they need ``--features``:
 ASSIGNMENTS has one row per item: ``item, cluster, probability`` (the posterior probability of
 the chosen cluster), and with ``--proba`` also ``p_0 … p_{K−1}``. ``--workers-out`` writes each
 worker's estimated sensitivity ``alpha`` and specificity ``beta``. A summary goes to stderr.
+
+``--link-weight W`` raises the link likelihood to the power W (default 1, the paper's model):
+below 1 for links derived from groupings (every pair of a worker's sorted task counts as a
+judgment, which over-counts them: 0.5 on the MNIST-style tasks), above 1 for sparse links that
+describe a grouping the features do not show (30 for SCDC on the CMU faces by pose).
+``--restarts N`` keeps the best objective of N fits.
 """
 
 from __future__ import annotations
@@ -41,7 +48,7 @@ CLUSTER_MODELS = {
     "bayes-scdc": "BayesSCDC: fully Bayesian SCDC, natural-gradient VB (PyTorch)",
 }
 _DEEP_CLASSES = {"scdc": "SCDC", "bayes-scdc": "BayesSCDC"}
-_DEEP_ONLY = ("epochs", "device", "latent_dim", "batch_size", "decoder")
+_DEEP_ONLY = ("epochs", "device", "latent_dim", "batch_size", "decoder", "link_weight", "restarts")
 _DEEP_DEFAULTS = {"epochs": 20, "latent_dim": 8}  # the paper's faces and MNIST settings
 
 
@@ -91,6 +98,12 @@ def register(commands) -> None:
         choices=["gaussian", "bernoulli"],
         help="p(o | x): gaussian (default) or bernoulli (features in [0, 1])",
     )
+    deep.add_argument(
+        "--link-weight",
+        type=float,
+        help="power W on the link likelihood (default 1; <1 tempers links from sorted tasks)",
+    )
+    deep.add_argument("--restarts", type=int, help="fits from different starts; best kept (1)")
     fit.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None)
     fit.set_defaults(handler=_cluster_fit)
 
@@ -183,10 +196,13 @@ def _check_options(args: argparse.Namespace) -> bool:
             f"--model {args.model} needs --features: the items' features (a table with an "
             "'item' column, or a .npy array)"
         )
-    for name in ("epochs", "latent_dim", "batch_size"):
+    for name in ("epochs", "latent_dim", "batch_size", "restarts"):
         value = getattr(args, name)
         if value is not None and value < 1:
             raise CommandError(f"--{name.replace('_', '-')} must be at least 1; got {value}")
+    weight = args.link_weight
+    if weight is not None and not (np.isfinite(weight) and weight > 0):
+        raise CommandError(f"--link-weight must be a positive number; got {weight}")
     return True
 
 
@@ -221,9 +237,11 @@ def _make_model(args: argparse.Namespace, progress: bool):
         "random_state": args.seed,
         "progress": progress,
     }
-    for name in ("batch_size", "decoder"):  # else the model's own defaults
+    for name in ("batch_size", "decoder", "link_weight"):  # else the model's own defaults
         if getattr(args, name) is not None:
             options[name] = getattr(args, name)
+    if args.restarts is not None:
+        options["n_init"] = args.restarts
     return cls(n_clusters=args.clusters, **options)
 
 

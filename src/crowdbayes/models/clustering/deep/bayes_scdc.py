@@ -236,7 +236,12 @@ class BayesSCDC(DeepClusteringBase):
         Power λ of the link likelihood, :math:`p(L \mid z)^\lambda` (1: the paper's model).
         It multiplies the link messages of Eq. 14, the workers' Beta statistics and the link
         term of the objective. Values above 1 let sparse links outweigh a feature structure
-        that is not the one the links describe.
+        that is not the one the links describe. Values below 1 suit links derived from
+        groupings: a worker who sorts 36 images into groups gives all 630 pairs, which the
+        two-coin likelihood counts as independent judgments although they carry one
+        partition. On MNIST with tasks simulated in the real scheme (about 35 links per
+        annotated image) λ = 0.5 raised accuracy from 0.787 to 0.885 over three held-out seeds
+        (``benchmarks/results/cluster_mnist_tempered.md``).
     credible_level : float
         Mass of the central intervals in ``workers_``.
     device : {"cpu", "cuda"}
