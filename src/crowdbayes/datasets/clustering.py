@@ -357,13 +357,13 @@ def _distinct_pairs(draw, count: int, rng) -> np.ndarray:
     return pairs[rng.permutation(len(pairs))[:count]]
 
 
-def _uniform_pairs(n: int, size: int, rng, keep=None, same: bool = False) -> np.ndarray:
-    """About ``size`` random pairs ``i < j`` of ``n`` items; with ``keep`` (cluster codes)
-    only the pairs whose clusters are equal (``same``) or differ."""
+def _uniform_pairs(n: int, size: int, rng, codes=None) -> np.ndarray:
+    """About ``size`` random pairs ``i < j`` of ``n`` items; with ``codes`` (cluster codes)
+    only the pairs whose clusters differ."""
     draw = np.sort(rng.integers(n, size=(size, 2)), axis=1)
     draw = draw[draw[:, 0] != draw[:, 1]]
-    if keep is not None:
-        draw = draw[(keep[draw[:, 0]] == keep[draw[:, 1]]) == same]
+    if codes is not None:
+        draw = draw[codes[draw[:, 0]] != codes[draw[:, 1]]]
     return draw
 
 
@@ -438,8 +438,8 @@ def simulate_pair_links(
     n = len(pool)
     if n < 2 or pairs_per_worker > n * (n - 1) // 2:
         raise ValueError(f"cannot draw {pairs_per_worker} distinct pairs from {n} items")
-    codes = pd.factorize(truth.loc[pool].to_numpy())[0] if balanced else None
     if balanced:
+        codes = pd.factorize(truth.loc[pool].to_numpy())[0]
         _check_balanced_capacity(codes, pairs_per_worker)
     alpha = _worker_accuracies(alpha, REAL_ALPHA_PRIOR, n_workers, "alpha", rng)
     beta = _worker_accuracies(beta, REAL_BETA_PRIOR, n_workers, "beta", rng)
@@ -453,7 +453,7 @@ def simulate_pair_links(
                         lambda size: _same_cluster_pairs(codes, size, rng), n_same, rng
                     ),
                     _distinct_pairs(
-                        lambda size: _uniform_pairs(n, size, rng, keep=codes, same=False),
+                        lambda size: _uniform_pairs(n, size, rng, codes),
                         pairs_per_worker - n_same,
                         rng,
                     ),

@@ -17,7 +17,7 @@ from ....data.links import Links
 from ....inference.driver import run_iterations
 from ._networks import DECODERS
 
-__all__ = ["DeepClusteringBase", "LinkData", "ObservedData"]
+__all__ = ["DeepClusteringBase", "LinkData", "ObservedData", "row_chunks"]
 
 
 @dataclass
@@ -75,6 +75,12 @@ class ObservedData:
     shape: tuple[int, ...]
 
 
+def row_chunks(n: int, size: int = 1024):
+    """Slices of ``size`` rows covering ``0 … n−1`` (inference over all items without
+    building one large batch)."""
+    return [slice(start, min(start + size, n)) for start in range(0, n, size)]
+
+
 def _restart_score(history: list[float]) -> float:
     """What picks the best restart: the objective averaged over the last (up to) three
     epochs, since each epoch's value is a minibatch estimate."""
@@ -82,8 +88,10 @@ def _restart_score(history: list[float]) -> float:
 
 
 class DeepClusteringBase:
-    """Shared validation, data handling and results; subclasses implement ``_fit_model``,
-    ``_posterior`` and ``_predict_new``."""
+    """Shared validation, data handling, restarts and results; subclasses implement
+    ``_check_params``, ``_build`` (networks and globals of one restart), ``_epoch`` (returns the
+    epoch's objective), ``_posterior`` (q(z), the embedding and the mixture weights of all
+    items), ``_predict_new`` and ``_worker_table``."""
 
     _name = "model"
 
@@ -247,9 +255,9 @@ class DeepClusteringBase:
                 best, best_history = dict(self.__dict__), run.history
         self.__dict__.update(best)
         with self._seeded(rng):
-            resp, embedding = self._posterior(data)
+            resp, embedding, weights = self._posterior(data)
         self.history_ = best_history
-        self._set_results(data, resp, embedding)
+        self._set_results(data, resp, embedding, weights)
         return self
 
     def _warm(self, epoch: int) -> float:
@@ -264,7 +272,11 @@ class DeepClusteringBase:
         return [order[i * size : (i + 1) * size] for i in range(n_batches)]
 
     # -------------------------------------------------------------------------- results
-    def _set_results(self, data: ObservedData, resp: np.ndarray, embedding: np.ndarray) -> None:
+    def _set_results(
+        self, data: ObservedData, resp: np.ndarray, embedding: np.ndarray, weights: np.ndarray
+    ) -> None:
+        """The fitted attributes, clusters renumbered so that cluster 0 is the largest;
+        ``weights`` are the mixture weights (π or E[π]) in the internal cluster order."""
         assigned = np.bincount(resp.argmax(axis=1), minlength=resp.shape[1])
         weight = resp.sum(axis=0)
         relabel = np.lexsort((-weight, -assigned))  # cluster 0 is the largest
@@ -275,6 +287,7 @@ class DeepClusteringBase:
         self.probas_ = pd.DataFrame(resp, index=index, columns=clusters)
         self.assignments_ = pd.Series(resp.argmax(axis=1), index=index, name="cluster")
         self.n_clusters_used_ = int(self.assignments_.nunique())
+        self.weights_ = pd.Series(weights[relabel], index=clusters, name="weight")
         columns = pd.Index([f"x{j}" for j in range(embedding.shape[1])], name="latent")
         self.embedding_ = pd.DataFrame(embedding, index=index, columns=columns)
         self.workers_ = self._worker_table(data.links)

@@ -86,7 +86,7 @@ from ....annotators.two_coin import (
     two_coin_statistics,
 )
 from ...labels.bayesian_dawid_skene import dirichlet_marginal_summary
-from ._base import DeepClusteringBase, LinkData, ObservedData
+from ._base import DeepClusteringBase, LinkData, ObservedData, row_chunks
 from ._conjugate import (
     NIWExpectations,
     natural_step,
@@ -446,10 +446,12 @@ class BayesSCDC(DeepClusteringBase):
         networks have learnt (component means at k-means++ picks among the items' recognition
         means, each covariance the embedding's shrunk by K^(2/d)), so that no component starts
         far from the data and starves."""
-        means = []
-        for start in range(0, len(data.obs), 1024):
-            means.append(self.encoder_(data.obs[start : start + 1024])[0].cpu().double().numpy())
-        emb = np.concatenate(means)
+        emb = np.concatenate(
+            [
+                self.encoder_(data.obs[rows])[0].cpu().double().numpy()
+                for rows in row_chunks(len(data.obs))
+            ]
+        )
         K, d = self.n_clusters, self.latent_dim
         centres = _kmeanspp(emb, K, rng)
         cov = np.atleast_2d(np.cov(emb.T)) / K ** (2.0 / d) + 1e-6 * np.eye(d)
@@ -512,27 +514,19 @@ class BayesSCDC(DeepClusteringBase):
                 mean, *_ = gaussian_posterior(resp, e, J_rec, h_rec)
                 self._resp_table[batch] = resp.cpu().numpy()
                 means[batch] = mean.cpu().numpy()
-        weights = self.dirichlet_ / self.dirichlet_.sum()
-        return self._resp_table.copy(), (means, weights)
-
-    def _set_results(self, data, resp, embedding) -> None:  # type: ignore[override]
-        embedding, weights = embedding
-        super()._set_results(data, resp, embedding)
-        order = np.argsort(self._relabel)
-        self.weights_ = pd.Series(
-            weights[order], index=pd.RangeIndex(len(weights), name="cluster"), name="weight"
-        )
+        return self._resp_table.copy(), means, self.dirichlet_ / self.dirichlet_.sum()
 
     def fit(self, X, links=None, item_ids=None) -> BayesSCDC:  # noqa: D102
         return super().fit(X, links, item_ids)
 
     @torch.no_grad()
     def _predict_new(self, obs: torch.Tensor) -> np.ndarray:
-        out = []
-        for start in range(0, len(obs), 1024):
-            resp, *_ = self._local(obs[start : start + 1024], None, None, with_links=False)
-            out.append(resp.cpu().numpy())
-        return np.concatenate(out)
+        return np.concatenate(
+            [
+                self._local(obs[rows], None, None, with_links=False)[0].cpu().numpy()
+                for rows in row_chunks(len(obs))
+            ]
+        )
 
     def _worker_table(self, links: LinkData | None) -> pd.DataFrame:
         columns = ["alpha", "alpha_sd", "alpha_lower", "alpha_upper"]

@@ -30,7 +30,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from ._base import DeepClusteringBase, LinkData, ObservedData
+from ._base import DeepClusteringBase, LinkData, ObservedData, row_chunks
 from ._networks import Decoder, GaussianHead, mlp
 
 __all__ = ["SCDC"]
@@ -206,13 +206,12 @@ class SCDC(DeepClusteringBase):
     @torch.no_grad()
     def _posterior(self, data: ObservedData):
         resp, emb = self._amortised(data.obs)
-        pi = torch.softmax(self._pi_logits, -1).cpu().numpy()
-        return resp, (emb, pi)
+        return resp, emb, torch.softmax(self._pi_logits, -1).cpu().numpy()
 
     def _amortised(self, obs: torch.Tensor) -> tuple[np.ndarray, np.ndarray]:
         resps, embs = [], []
-        for start in range(0, len(obs), 1024):
-            log_q, mean, _ = self.encoder_(obs[start : start + 1024])
+        for rows in row_chunks(len(obs)):
+            log_q, mean, _ = self.encoder_(obs[rows])
             q = log_q.exp()
             resps.append(q.cpu().double().numpy())
             embs.append((q.unsqueeze(-1) * mean).sum(1).cpu().double().numpy())
@@ -221,14 +220,6 @@ class SCDC(DeepClusteringBase):
     @torch.no_grad()
     def _predict_new(self, obs: torch.Tensor) -> np.ndarray:
         return self._amortised(obs)[0]
-
-    def _set_results(self, data, resp, embedding) -> None:  # type: ignore[override]
-        embedding, pi = embedding
-        super()._set_results(data, resp, embedding)
-        order = np.argsort(self._relabel)
-        self.weights_ = pd.Series(
-            pi[order], index=pd.RangeIndex(len(pi), name="cluster"), name="weight"
-        )
 
     def _worker_table(self, links: LinkData | None) -> pd.DataFrame:
         if links is None:
