@@ -52,26 +52,35 @@ Links alone identify clusters only through items shared between workers: a worke
 grouping is always reproducible, and which global cluster each of their groups is must be
 inferred from the few items they share with others (and by exclusion). Mean field from a random
 q(z) gives every task its own arbitrary labelling and stalls there, so each restart starts from
-(a) a greedy placement, most clear-cut item first (:meth:`LinkGraph.greedy_start`), improved by
-(b) moves of whole groups of must-linked items: to another cluster, trading clusters with a
-linked group, or re-placing a group and the groups it cannot-links with jointly by an
-assignment problem (:meth:`LinkGraph.block_search`); then VB runs to convergence, and
-``n_polish`` rounds of group moves and Kempe-chain swaps (exchanging two clusters on a whole
-chain of groups that cannot-link each other, :meth:`LinkGraph.kempe_swaps`) on its solution,
-with the weights learnt by VB, each followed by VB, are kept while the ELBO rises. Restarts
-differ in their random tie-breaks; the highest final ELBO wins.
+a hard partition, one of two kinds in turn (restarts 0, 2, 4, … and 1, 3, …):
+
+* a *contraction* start (:meth:`LinkGraph.contraction_start`): greedy additive edge
+  contraction of the signed link graph, which merges groups without labelling them (a worker's
+  groups first, then groups of different workers that share items, unless cannot-links
+  outweigh them), then a colouring of the resulting components onto the K clusters that keeps
+  conflicting components apart (:mod:`crowdbayes.models.clustering._contraction`);
+* a *greedy* start (:meth:`LinkGraph.greedy_start`): items placed one at a time, most
+  clear-cut first, each on the cluster its placed partners favour.
+
+The start is improved by moves of whole groups of must-linked items: to another cluster,
+trading clusters with a linked group, or re-placing a group and the groups it cannot-links
+with jointly by an assignment problem (:meth:`LinkGraph.block_search`); then VB runs to
+convergence, and ``n_polish`` rounds of group moves and Kempe-chain swaps (exchanging two
+clusters on a whole chain of groups that cannot-link each other, :meth:`LinkGraph.kempe_swaps`)
+on its solution, with the weights learnt by VB, each followed by VB, are kept while the ELBO
+rises. The highest final ELBO wins.
 
 This is a heuristic search. On the real MNIST annotations (``benchmarks/cluster_semicrowd.py``)
-with K = 10 it reaches an ELBO of −8,119 (five restarts; −8,175 without the Kempe swaps), while
-VB started from the true digits reaches −7,536, and −7,374 polished: better optima exist. What
-hides them is the alignment of the tasks' labellings: the 91 tasks are tied together only by
-the 465 images seen in more than one task (two tasks that share images share one in 94% of
-cases), so the labels of a task's groups are fixed mostly by exclusion within tasks, a
-Sudoku-like colouring problem. Spectral starts on the signed link graph, simulated annealing
-of the collapsed posterior of z, annealing of the tasks' label permutations on the shared
-images, tabu colouring of the must-link components and region-wise greedy restarts were tried
-and did no better. More clusters than digits (K = 15) spare the search most of the alignment
-(a digit may take different clusters in different regions) and reach −7,422.
+the alignment of the tasks' labellings is what makes it hard: the 91 tasks are tied together
+only by the 465 images seen in more than one task (two tasks that share images share one in
+94% of cases), so the labels of a task's groups are fixed mostly by exclusion within tasks, a
+Sudoku-like colouring problem. With K = 10 the contraction starts reach an ELBO of −7,575
+(five restarts; the greedy starts alone −8,119), while VB started from the true digits reaches
+−7,536, and −7,374 polished: better optima exist. With K = 15 a digit may take different
+clusters in different regions of tasks, and the search reaches −7,371, above the −7,397 of VB
+polished from the true digits. The contraction start is the better one on task-shaped data
+(simulated MNIST tasks: −8,682 against −9,637); on a few random pairs per item (the faces, 1,000
+links) the greedy start is (−645 against −709); taking both keeps the better.
 
 Identifiability
 ---------------
@@ -115,6 +124,7 @@ from ...data.links import Links, as_links
 from ...exceptions import ConvergenceWarning, NotFittedError
 from ...inference.driver import run_iterations
 from ..labels.bayesian_dawid_skene import dirichlet_marginal_summary
+from ._contraction import additive_contraction, component_weights, conflict_colouring
 
 __all__ = [
     "LinkClustering",
@@ -278,6 +288,17 @@ class LinkGraph:
                 top2 = -np.partition(-score[partners], 1, axis=1)[:, :2]
                 margin[partners] = top2[:, 0] - top2[:, 1]
         return chosen
+
+    def contraction_start(
+        self, weights: np.ndarray, n_clusters: int, rng: np.random.Generator
+    ) -> np.ndarray:
+        """Starting clusters by greedy additive edge contraction of the signed link graph,
+        then a conflict colouring of its components onto ``n_clusters`` clusters
+        (:mod:`crowdbayes.models.clustering._contraction`). Returns the cluster of every item."""
+        component = additive_contraction(self.n_items, self.left, self.right, weights, rng)
+        between = component_weights(component, self.left, self.right, weights)
+        sizes = np.bincount(component).astype(np.float64)
+        return conflict_colouring(between, sizes, n_clusters, rng)[component]
 
     def block_search(
         self,
@@ -728,8 +749,8 @@ class LinkClustering:
         Rounds of group moves and Kempe-chain swaps on the VB solution, each followed by VB,
         kept while the ELBO rises (module docstring, "Search"); 0 turns them off.
     n_init : int
-        Restarts (differing in the random tie-breaks of the search); the run with the highest
-        final ELBO is kept.
+        Restarts, alternating contraction and greedy starts (module docstring, "Search"),
+        each with its own random tie-breaks; the run with the highest final ELBO is kept.
     max_iter, tol : int, float
         Sweeps per restart and the relative ELBO change that counts as converged.
     credible_level : float
@@ -823,9 +844,10 @@ class LinkClustering:
             start = self._initial_resp(init, links.item_ids[linked[order]], priors[0].size)
         best, best_run = None, None
         self.restart_elbos_ = []
-        for rng in spawn_generators(as_generator(self.random_state), self.n_init):
+        generators = spawn_generators(as_generator(self.random_state), self.n_init)
+        for restart, rng in enumerate(generators):
             resp = None if start is None else start(rng)
-            state, run = self._run(graph, priors, rng, resp)
+            state, run = self._run(graph, priors, rng, resp, contract=restart % 2 == 0)
             self.restart_elbos_.append(run.history[-1])
             if best_run is None or run.history[-1] > best_run.history[-1]:
                 best, best_run = state, run
@@ -895,10 +917,11 @@ class LinkClustering:
             np.asarray(self.prior_beta, dtype=np.float64),
         )
 
-    def _run(self, graph: LinkGraph, priors, rng: np.random.Generator, resp=None):
-        """One restart: a greedy start improved by block moves, VB to convergence, then
-        rounds of block moves and Kempe swaps on the VB solution, each followed by VB and kept
-        only if the ELBO rises. Returns the final state and the driver result of its VB run."""
+    def _run(self, graph: LinkGraph, priors, rng: np.random.Generator, resp=None, contract=True):
+        """One restart: a contraction start (``contract``) or a greedy one, improved by block
+        moves, VB to convergence, then rounds of block moves and Kempe swaps on the VB
+        solution, each followed by VB and kept only if the ELBO rises. Returns the final state
+        and the driver result of its VB run."""
         prior_pi = priors[0]
         k = prior_pi.size
         start = np.tile(np.asarray(self.init_accuracy, dtype=np.float64), (graph.n_workers, 1))
@@ -906,7 +929,10 @@ class LinkClustering:
             weights, _ = link_message_weights(
                 two_coin_expectations(start, start), graph.worker, graph.labels
             )
-            chosen = graph.greedy_start(weights, k, rng)
+            if contract:
+                chosen = graph.contraction_start(weights, k, rng)
+            else:
+                chosen = graph.greedy_start(weights, k, rng)
             log_pi = dirichlet_expected_log(prior_pi + np.bincount(chosen, minlength=k))
             chosen = graph.block_search(weights, log_pi, chosen, rng)
             resp = _soften(chosen, k, self.init_smoothing)
