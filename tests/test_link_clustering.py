@@ -482,8 +482,8 @@ def test_real_annotations_more_clusters_than_digits(semicrowd):
     strict=True,
     reason="issue 6 acceptance not met from scratch: alpha is not identifiable from these links "
     "(test_real_annotations_alpha_is_not_identifiable_from_links), and the per-task NMI stays "
-    "below the workers' own (0.975 at K = 10, 0.981 at K = 15 < 0.9822; at K = 15 at an ELBO "
-    "above the optimum near the truth; benchmarks/cluster_semicrowd.py)",
+    "below the workers' own (0.975 at K = 10, 0.981 at K = 15 < 0.9822), also at solutions whose "
+    "ELBO is above that of the optimum near the truth (benchmarks/cluster_semicrowd.py)",
 )
 def test_real_annotations_issue_acceptance(semicrowd, real_fit):
     crowd, _, measured, groupings = semicrowd
