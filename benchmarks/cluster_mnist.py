@@ -112,6 +112,8 @@ def main() -> None:
     lines = ["# BayesSCDC on MNIST test (10,000 images)", ""]
     lines += [f"- command: `{command_line()}`", *machine_lines()]
     lines += [f"- torch threads: {torch.get_num_threads()}, load at start: {load_average()}"]
+    if args.device == "cuda" and torch.cuda.is_available():
+        lines += [f"- GPU: {torch.cuda.get_device_name()}, torch {torch.__version__}"]
     lines += [
         f"- device: {args.device}, epochs {args.epochs}, n_init {args.n_init}, "
         f"link_weight {args.link_weight:g}",

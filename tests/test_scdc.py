@@ -28,6 +28,8 @@ from crowdbayes.models.clustering.deep._conjugate import (  # noqa: E402
 from crowdbayes.models.clustering.deep.bayes_scdc import (  # noqa: E402
     NIWExpectations,
     local_meanfield,
+    padded_product,
+    table_messages,
 )
 
 torch.set_num_threads(1)
@@ -320,3 +322,21 @@ def test_scdc_link_weight_lets_links_override_the_dominant_feature_split():
     tempered = SCDC(link_weight=10.0, **kwargs).fit(X, sim.links).assignments_.to_numpy()
     assert unsupervised_accuracy(truth, tempered) >= 0.85
     assert unsupervised_accuracy(truth, tempered) > unsupervised_accuracy(truth, plain) + 0.1
+
+
+def test_padded_link_messages_equal_the_sparse_product():
+    """The fixed-shape link messages that the CUDA graph replays equal the sparse product of
+    the eager path (repeated pairs and items without links included)."""
+    X, y = _blobs(per=10)
+    sim = simulate_pair_links(y, n_workers=3, pairs_per_worker=15, random_state=4)
+    kwargs = dict(n_clusters=3, hidden=(8,), epochs=2, warmup_epochs=0, batch_size=10)
+    model = BayesSCDC(random_state=0, **kwargs).fit(X, sim.links)
+    links = model._prepare(X, sim.links, None).links
+    batch = np.random.default_rng(0).permutation(len(X))[:12]
+    sparse = model._messenger(links, batch)(None)
+    partners, weights = links.padded_entries(batch, lambda codes: model._link_weights(links, codes))
+    assert partners.shape == (12, links.max_degree)
+    product = padded_product(torch.as_tensor(partners), torch.as_tensor(weights))
+    padded = table_messages(model._resp_table, torch.as_tensor(batch), product)(None)
+    np.testing.assert_allclose(padded.numpy(), sparse.numpy(), rtol=1e-6, atol=1e-7)
+    assert np.abs(sparse.numpy()).max() > 0

@@ -4,12 +4,12 @@ links in the user's ids), device and seeding, link messages, the epoch loop and 
 from __future__ import annotations
 
 import numbers
+import warnings
 from contextlib import contextmanager
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-import scipy.sparse as sp
 import torch
 
 from ...._utils import as_generator, check_is_fitted, spawn_generators
@@ -17,13 +17,55 @@ from ....data.links import Links
 from ....inference.driver import run_iterations
 from ._networks import DECODERS
 
-__all__ = ["DeepClusteringBase", "LinkData", "ObservedData", "row_chunks"]
+__all__ = [
+    "DeepClusteringBase",
+    "LinkData",
+    "ObservedData",
+    "csr_rows",
+    "row_chunks",
+    "to_device",
+    "to_host",
+]
+
+
+def to_device(array, device: torch.device, dtype: torch.dtype | None = None) -> torch.Tensor:
+    """``array`` as a tensor on ``device``. A copy to a GPU goes through pinned memory without
+    blocking: a plain copy from pageable memory makes the host wait until the GPU has run
+    everything queued before it, which in a loop of small steps serialises host and GPU."""
+    tensor = torch.as_tensor(array, dtype=dtype)
+    if device.type != "cuda":
+        return tensor
+    return tensor.pin_memory().to(device, non_blocking=True)
+
+
+def to_host(*tensors: torch.Tensor) -> list[np.ndarray]:
+    """The ``tensors`` as float64 numpy arrays of the same shapes, fetched in one copy (each
+    copy from a GPU waits for it to finish its queue)."""
+    flat = torch.cat([t.detach().reshape(-1).to(torch.float64) for t in tensors])
+    parts = np.split(flat.cpu().numpy(), np.cumsum([t.numel() for t in tensors])[:-1])
+    return [part.reshape(t.shape) for part, t in zip(parts, tensors, strict=True)]
+
+
+def csr_rows(
+    indptr: np.ndarray, columns: np.ndarray, values: np.ndarray, shape, device: torch.device
+) -> torch.Tensor:
+    """A torch sparse CSR matrix (float64) on ``device`` from scipy-style CSR arrays."""
+    with warnings.catch_warnings():  # torch flags its sparse CSR support as beta
+        warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta")
+        return torch.sparse_csr_tensor(
+            to_device(indptr, device, torch.int64),
+            to_device(columns, device, torch.int64),
+            to_device(values, device, torch.float64),
+            size=tuple(shape),
+            check_invariants=False,
+        )
 
 
 @dataclass
 class LinkData:
     """Links in item codes (rows of the observations), with the link graph as CSR rows so
-    that the message ``Σ_{l ∋ i} w_l r_{partner(l)}`` of a minibatch is one sparse product."""
+    that the message ``Σ_{l ∋ i} w_l r_{partner(l)}`` of a minibatch is one sparse product
+    (:func:`csr_rows` of :meth:`batch_entries`)."""
 
     left: np.ndarray
     right: np.ndarray
@@ -57,14 +99,30 @@ class LinkData:
         entries = np.repeat(starts - indptr[:-1], counts) + np.arange(indptr[-1])
         return indptr, self._indices[entries], self._link_of_entry[entries]
 
-    def message_matrix(self, weights: np.ndarray, batch: np.ndarray) -> sp.csr_matrix:
-        """(len(batch), n_items) sparse matrix of the weights ``weights`` (one per link)."""
-        indptr, partner, link = self.batch_entries(batch)
-        return sp.csr_matrix((weights[link], partner, indptr), shape=(len(batch), self.n_items))
+    @property
+    def max_degree(self) -> int:
+        """Most links of any one item."""
+        return int(np.diff(self._indptr).max(initial=0))
 
-    def agreement(self, resp: np.ndarray, links: np.ndarray | slice = slice(None)) -> np.ndarray:
-        """``s̄_l = r_left · r_right`` for the chosen links."""
-        return np.einsum("lk,lk->l", resp[self.left[links]], resp[self.right[links]])
+    def padded_entries(self, batch: np.ndarray, values_of_links) -> tuple[np.ndarray, np.ndarray]:
+        """The batch's link-graph entries in fixed-shape form, (len(batch), max_degree) arrays
+        ``(partner, value)``: row i holds item batch[i]'s partners and ``values_of_links(link
+        codes)`` of their links, padded with partner 0 and value 0."""
+        indptr, partner, link = self.batch_entries(batch)
+        row = np.repeat(np.arange(len(batch)), np.diff(indptr))
+        slot = np.arange(len(partner)) - indptr[row]
+        partners = np.zeros((len(batch), self.max_degree), dtype=np.int64)
+        values = np.zeros((len(batch), self.max_degree))
+        partners[row, slot], values[row, slot] = partner, values_of_links(link)
+        return partners, values
+
+    def agreement(self, resp, links: np.ndarray | slice = slice(None)):
+        """``s̄_l = r_left · r_right`` for the chosen links; ``resp`` (n_items, K) is a numpy
+        array or a torch tensor (the result is of the same kind, on the same device)."""
+        left, right = self.left[links], self.right[links]
+        if isinstance(resp, torch.Tensor):
+            left, right = (to_device(codes, resp.device) for codes in (left, right))
+        return (resp[left] * resp[right]).sum(-1)
 
 
 @dataclass

@@ -2,7 +2,8 @@ r"""Conjugate global factors of BayesSCDC: Dirichlet q(π), Normal-inverse-Wisha
 
 The Beta factors q(α_m), q(β_m) of the workers live in :mod:`crowdbayes.annotators.two_coin`
 (Dirichlet rows of length two); the Dirichlet helpers are those of :mod:`crowdbayes._math`.
-Everything here is small (K × d × d) and stays in float64 numpy.
+Everything here is small (K × d × d) and stays in float64 numpy (only the minibatch statistics
+of :func:`niw_statistics` are summed on the device of the batch).
 
 NIW in natural coordinates
 --------------------------
@@ -135,11 +136,16 @@ def niw_kl(q: NIW, p: NIW) -> np.ndarray:
     return inner - niw_log_partition(q) + niw_log_partition(p_full)
 
 
-def niw_statistics(resp: np.ndarray, mean: np.ndarray, second: np.ndarray) -> NIW:
+def niw_statistics(resp, mean, second) -> NIW:
     r"""Expected NIW statistics of Gaussian ``q(x_i)`` (means (n,d), second moments
-    :math:`\mathbb{E}[x_i x_i^\top]` (n,d,d)) weighted by responsibilities ``resp`` (n,K)."""
-    counts = resp.sum(axis=0)
-    return NIW(np.einsum("nk,nij->kij", resp, second), resp.T @ mean, counts, counts.copy())
+    :math:`\mathbb{E}[x_i x_i^\top]` (n,d,d)) weighted by responsibilities ``resp`` (n,K).
+
+    Takes numpy arrays or torch tensors and returns the same kind, so that a minibatch on a GPU
+    is summed there and only the K × d × d statistics travel to the host."""
+    n, d = mean.shape
+    counts = resp.sum(0)
+    second_sums = (resp.T @ second.reshape(n, d * d)).reshape(-1, d, d)
+    return NIW(second_sums, resp.T @ mean, counts, counts * 1.0)  # `* 1.0`: a copy of either kind
 
 
 def natural_step(current: tuple, prior: tuple, stats: tuple, rho: float, scale: float) -> tuple:

@@ -41,6 +41,12 @@ differentiated through :math:`q^*(x)` (which depends on :math:`\phi` via the pot
 ``history_`` holds :math:`\mathcal J` per epoch (minibatch estimates of the item part averaged
 over the epoch, the link part and the KLs at the end of the epoch).
 
+Computation: the table of the items' :math:`q(z_j)` lives on the model's device, so that the
+link messages (a sparse product per local iteration) never leave it, and the host waits for a
+GPU once per minibatch, to fetch the statistics of the global step. On CUDA the local mean
+field of the training batches is replayed from a recorded CUDA graph (:class:`_MeanFieldGraph`),
+since its many small operations would otherwise be bound by the cost of launching them.
+
 Departures from the paper, needed for the fits to work here: (a) a warm-up
 (``warmup_epochs``): the latent prior terms of the networks' loss are annealed in, q(π) is
 held, and at the end q(π) and the NIW factors restart around the learnt embedding (k-means++
@@ -72,9 +78,10 @@ NeurIPS.
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pandas as pd
-import scipy.sparse as sp
 import torch
 
 from ...._math import dirichlet_expected_log, dirichlet_kl
@@ -86,8 +93,17 @@ from ....annotators.two_coin import (
     two_coin_statistics,
 )
 from ...labels.bayesian_dawid_skene import dirichlet_marginal_summary
-from ._base import DeepClusteringBase, LinkData, ObservedData, row_chunks
+from ._base import (
+    DeepClusteringBase,
+    LinkData,
+    ObservedData,
+    csr_rows,
+    row_chunks,
+    to_device,
+    to_host,
+)
 from ._conjugate import (
+    NIW,
     NIWExpectations,
     natural_step,
     niw_expected_stats,
@@ -120,12 +136,21 @@ def gaussian_expected_loglik(
 
 def gaussian_posterior(resp, e: NIWExpectations, J_rec, h_rec):
     """Eq. 12: q(x_i) from responsibilities and the recognition potential. Returns ``(mean,
-    second moment, Cholesky factor L of the precision, entropy)``."""
+    second moment, Cholesky factor L of the precision, entropy)``.
+
+    ``torch.linalg.cholesky`` reads its error flags on the host, which on a GPU waits for it in
+    every local iteration; the precision is positive definite by construction (a positive
+    diagonal plus a nonnegative mix of E[Σ_k⁻¹]), so ``cholesky_ex`` checks only where that is
+    free (CPU). The covariance :math:`L^{-\top}L^{-1}` and the mean come from one batched
+    triangular solve and products, plain cuBLAS work that the CUDA graph of the local mean
+    field records."""
     precision = torch.einsum("nk,kij->nij", resp, e.prec) + torch.diag_embed(J_rec)
     linear = resp @ e.prec_mean + h_rec
-    chol = torch.linalg.cholesky(precision)
-    mean = torch.cholesky_solve(linear.unsqueeze(-1), chol).squeeze(-1)
-    cov = torch.cholesky_inverse(chol)
+    chol, _ = torch.linalg.cholesky_ex(precision, check_errors=precision.device.type == "cpu")
+    eye = torch.eye(chol.shape[-1], dtype=chol.dtype, device=chol.device).expand_as(chol)
+    chol_inv = torch.linalg.solve_triangular(chol, eye, upper=False)
+    cov = chol_inv.mT @ chol_inv
+    mean = (cov @ linear.unsqueeze(-1)).squeeze(-1)
     second = cov + mean.unsqueeze(-1) * mean.unsqueeze(-2)
     d = mean.shape[-1]
     log_diag = torch.log(torch.diagonal(chol, dim1=-2, dim2=-1)).sum(-1)
@@ -170,6 +195,77 @@ def _local_bound(resp, e, log_pi, J_rec, h_rec) -> float:
     potential = (h_rec * mean).sum(-1) - 0.5 * (J_rec * torch.diagonal(second, 0, -2, -1)).sum(-1)
     z_part = (resp * (log_pi + gaussian_expected_loglik(e, mean, second) - log_resp)).sum(-1)
     return float((z_part + potential + entropy).sum())
+
+
+def table_messages(table: torch.Tensor, rows: torch.Tensor, product):
+    """A ``messages`` callback for :func:`local_meanfield`: stores the batch's current q(z)
+    at ``rows`` of the table of all items' beliefs (partners in the batch are updated live)
+    and returns ``product(table)``, the (|B|, K) link messages, in float32."""
+
+    def messages(resp):
+        if resp is not None:
+            table[rows] = resp.detach().to(table.dtype)
+        return product(table).to(torch.float32)
+
+    return messages
+
+
+def padded_product(partners: torch.Tensor, weights: torch.Tensor):
+    """``table ↦ Σ_slot weights[i, slot] · table[partners[i, slot]]``: the link messages from
+    padded (|B|, max degree) entries (:meth:`LinkData.padded_entries`), a product whose shapes
+    do not change from batch to batch, unlike a sparse matrix's."""
+    return lambda table: (weights.unsqueeze(-1) * table[partners]).sum(1)
+
+
+class _MeanFieldGraph:
+    """CUDA: :func:`local_meanfield` of one batch size, recorded once as a CUDA graph and
+    replayed for every batch.
+
+    Run eagerly, each of the ~40 small tensor operations of a local iteration costs a kernel
+    launch whose host-side cost exceeds its run time, so the GPU idles; a replay issues them
+    all at once. Before each replay the inputs are copied into the buffers the graph reads:
+    the globals' expectations, the recognition potentials, and for the link messages the
+    batch's rows and padded link entries (the table of beliefs is read and written in place).
+    """
+
+    def __init__(self, inputs, n_iter: int, table=None, rows=None, entries=None) -> None:
+        """Run the mean field once on the first batch's ``inputs`` ``(e, log_pi, J_rec,
+        h_rec)`` (on a side stream, which also creates the library handles and workspaces the
+        recording needs; ``self.first`` holds its q(z)), then record it. ``table``, ``rows``
+        and ``entries`` (padded partners and weights) give the link messages, if any."""
+        e, *rest = inputs
+        self._inputs = [t.clone() for t in (*e, *rest)]
+        messages = None
+        if table is not None:
+            self._rows = rows.clone()
+            self._entries = [t.clone() for t in entries]
+            messages = table_messages(table, self._rows, padded_product(*self._entries))
+
+        def run():
+            e = NIWExpectations(*self._inputs[:4])
+            return local_meanfield(e, *self._inputs[4:], n_iter, messages)[0]
+
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            first = run()
+        torch.cuda.current_stream().wait_stream(side)
+        self.first = first.clone()
+        self._graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(self._graph):
+            self._resp = run()
+
+    def __call__(self, inputs, rows=None, entries=None) -> torch.Tensor:
+        """q(z) of a batch (of the recorded size) from its inputs, as in :meth:`__init__`."""
+        e, *rest = inputs
+        for buffer, value in zip(self._inputs, (*e, *rest), strict=True):
+            buffer.copy_(value)
+        if entries is not None:
+            self._rows.copy_(rows)
+            for buffer, value in zip(self._entries, entries, strict=True):
+                buffer.copy_(value)
+        self._graph.replay()
+        return self._resp.clone()
 
 
 def _kmeanspp(points: np.ndarray, k: int, rng: np.random.Generator) -> np.ndarray:
@@ -344,7 +440,8 @@ class BayesSCDC(DeepClusteringBase):
         self.encoder_ = GaussianHead(n_obs, self._hidden, d, logvar_init=-4.0).to(self._device)
         self.decoder_ = Decoder(d, self._hidden, n_obs, self.decoder).to(self._device)
         params = list(self.encoder_.parameters()) + list(self.decoder_.parameters())
-        self._optimizer = torch.optim.Adam(params, lr=self.learning_rate)
+        fused = True if self._device.type == "cuda" else None  # one kernel for all parameters
+        self._optimizer = torch.optim.Adam(params, lr=self.learning_rate, fused=fused)
         kappa0 = float(self.niw_kappa)
         eye = np.eye(d)
         self._niw_prior = niw_from_standard(
@@ -361,62 +458,103 @@ class BayesSCDC(DeepClusteringBase):
             np.broadcast_to((d + 1.0) * eye, (K, d, d)),
             np.full(K, d + 1.0),
         )
-        self._resp_table = np.full((n, K), 1.0 / K)
+        # q(z_j) of every item, on the device so that the link messages of the local
+        # iterations never leave it (float64, as the link weights)
+        self._resp_table = torch.full((n, K), 1.0 / K, dtype=torch.float64, device=self._device)
         if data.links is not None:
             m = data.links.n_workers
             self.worker_alpha_ = np.tile(np.asarray(self.worker_init, float), (m, 1))
             self.worker_beta_ = self.worker_alpha_.copy()
         self._step = 0
+        self._graph = None  # recorded at the first CUDA batch (it holds this restart's table)
 
     def _globals_torch(self) -> tuple[NIWExpectations, torch.Tensor]:
-        e = niw_expected_stats(self.niw_)
-        as_t = lambda a: torch.as_tensor(a, dtype=torch.float32, device=self._device)  # noqa: E731
-        log_pi = dirichlet_expected_log(self.dirichlet_)
-        return NIWExpectations(*(as_t(a) for a in e)), as_t(log_pi)
+        """E-statistics of the NIW factors and E[log π] as float32 tensors, sent in one copy."""
+        arrays = (*niw_expected_stats(self.niw_), dirichlet_expected_log(self.dirichlet_))
+        flat = to_device(np.concatenate([a.ravel() for a in arrays]), self._device, torch.float32)
+        chunks = flat.split([a.size for a in arrays])
+        parts = [t.view(a.shape) for t, a in zip(chunks, arrays, strict=True)]
+        return NIWExpectations(*parts[:4]), parts[4]
 
-    def _messenger(self, links: LinkData | None, batch: np.ndarray):
-        """The ``messages`` callback of :func:`local_meanfield` for one batch: link weights
-        from the current Beta factors, partner beliefs from the table (updated in place)."""
-        if links is None:
-            return None
-        indptr, partner, link = links.batch_entries(batch)
+    def _link_weights(self, links: LinkData, link: np.ndarray) -> np.ndarray:
+        """λ·E[w_l] of the links ``link`` under the current Beta factors (Eq. 14)."""
         weights, _ = link_message_weights(
             two_coin_expectations(self.worker_alpha_, self.worker_beta_),
             links.worker[link],
             links.labels[link],
         )
-        weights = weights * self.link_weight
-        matrix = sp.csr_matrix((weights, partner, indptr), shape=(len(batch), links.n_items))
-        table = self._resp_table
+        return weights * self.link_weight
 
-        def messages(resp):
-            if resp is not None:
-                table[batch] = resp.detach().cpu().numpy()
-            return torch.as_tensor(matrix @ table, dtype=torch.float32, device=self._device)
+    def _messenger(self, links: LinkData | None, batch: np.ndarray, rows=None):
+        """The ``messages`` callback of :func:`local_meanfield` for one batch: link weights
+        from the current Beta factors, partner beliefs from the table (updated in place).
+        ``rows`` is ``batch`` on the device, if the caller has it there already.
 
-        return messages
+        The (|B|, N) weight matrix is built once per batch; the product with the table and the
+        update of the table stay on the device in every local iteration."""
+        if links is None:
+            return None
+        indptr, partner, link = links.batch_entries(batch)
+        weights = self._link_weights(links, link)
+        matrix = csr_rows(indptr, partner, weights, (len(batch), links.n_items), self._device)
+        rows = to_device(batch, self._device) if rows is None else rows
+        return table_messages(self._resp_table, rows, matrix.__matmul__)
+
+    def _replay_meanfield(self, inputs, links, batch, rows) -> torch.Tensor:
+        """CUDA: q(z) of a training batch through the recorded :class:`_MeanFieldGraph`
+        (recorded at the first batch; if recording fails, the mean field runs eagerly)."""
+        entries = None
+        if links is not None:
+            partners, weights = links.padded_entries(
+                batch, lambda codes: self._link_weights(links, codes)
+            )
+            entries = (to_device(partners, self._device), to_device(weights, self._device))
+        if self._graph is None:
+            table = None if links is None else self._resp_table
+            try:
+                self._graph = _MeanFieldGraph(inputs, self.local_iterations, table, rows, entries)
+                return self._graph.first
+            except RuntimeError as error:  # pragma: no cover - depends on the CUDA build
+                warnings.warn(
+                    f"CUDA graph recording failed ({error}); running the local mean field "
+                    "eagerly (slower)",
+                    RuntimeWarning,
+                    stacklevel=2,
+                )
+                self._graph = False
+        if self._graph is False:  # pragma: no cover
+            messages = self._messenger(links, batch, rows)
+            return local_meanfield(*inputs, self.local_iterations, messages)[0]
+        return self._graph(inputs, rows, entries)
 
     # ---------------------------------------------------------------------------- epochs
-    def _local(self, obs: torch.Tensor, links, batch, with_links: bool = True):
+    def _local(self, obs: torch.Tensor, links=None, batch=None, rows=None, replay=False):
+        """Recognition potentials of the batch ``obs`` (items ``batch``, on the device
+        ``rows``) and its local mean field at the current globals, with link messages if
+        ``links``. ``replay``: through the CUDA graph (training batches, all of one size)."""
         mean_rec, logvar_rec = self.encoder_(obs)
         J_rec = torch.exp(-logvar_rec)
         h_rec = mean_rec * J_rec
         e, log_pi = self._globals_torch()
-        messages = self._messenger(links, batch) if with_links else None
+        inputs = (e, log_pi, J_rec.detach(), h_rec.detach())
         with torch.no_grad():
-            resp, _ = local_meanfield(
-                e, log_pi, J_rec.detach(), h_rec.detach(), self.local_iterations, messages
-            )
+            if replay:
+                resp = self._replay_meanfield(inputs, links, batch, rows)
+            else:
+                messages = self._messenger(links, batch, rows)
+                resp, _ = local_meanfield(*inputs, self.local_iterations, messages)
         return resp, e, log_pi, J_rec, h_rec
 
     def _epoch(self, data: ObservedData, rng: np.random.Generator, epoch: int) -> float:
         n = len(data.obs)
         links = data.links
         batches = self._minibatches(n, rng)
-        total = 0.0
+        total = torch.zeros((), dtype=torch.float64, device=self._device)
+        cuda = self._device.type == "cuda"
         for batch in batches:
-            obs = data.obs[batch]
-            resp, e, log_pi, J_rec, h_rec = self._local(obs, links, batch)
+            rows = to_device(batch, self._device)
+            obs = data.obs[rows]
+            resp, e, log_pi, J_rec, h_rec = self._local(obs, links, batch, rows, replay=cuda)
             mean, second, chol, entropy = gaussian_posterior(resp, e, J_rec, h_rec)
             noise = torch.randn_like(mean).unsqueeze(-1)
             sample = mean + torch.linalg.solve_triangular(
@@ -432,13 +570,13 @@ class BayesSCDC(DeepClusteringBase):
             self._optimizer.zero_grad()
             loss.backward()
             self._optimizer.step()
-            total += float(local.detach().sum()) * n / len(batch)
+            total += local.detach().sum().double() * (n / len(batch))  # no sync per batch
             self._global_step(
                 resp, mean.detach(), second.detach(), n, len(batch), links, rng, warm >= 1.0
             )
         if self._warmup and epoch + 1 == self._warmup:
             self._restart_globals(data, rng)
-        return total / len(batches) + self._relational_and_kl(links)
+        return float(total) / len(batches) + self._relational_and_kl(links)
 
     @torch.no_grad()
     def _restart_globals(self, data: ObservedData, rng: np.random.Generator) -> None:
@@ -462,18 +600,24 @@ class BayesSCDC(DeepClusteringBase):
         self.dirichlet_ = rng.uniform(1.0, 2.0, size=K)
 
     def _global_step(self, resp, mean, second, n, b, links, rng, weights: bool) -> None:
+        """Natural-gradient step of the globals from one batch. The statistics (NIW sums and
+        the agreements of the sampled links) are formed on the batch's device and fetched in
+        one copy, the only point per batch where the host waits for the GPU."""
         rho = float(self.global_learning_rate)
-        r = resp.cpu().double().numpy()
-        stats = niw_statistics(r, mean.cpu().double().numpy(), second.cpu().double().numpy())
-        self.niw_ = natural_step(self.niw_, self._niw_prior, stats, rho, n / b)
-        if weights:  # q(π) stays at its start during the warm-up (no component dies early)
-            self.dirichlet_ = natural_step(
-                (self.dirichlet_,), (self._dir_prior,), (r.sum(axis=0),), rho, n / b
-            )[0]
+        on_device = list(niw_statistics(resp.double(), mean.double(), second.double()))
         if links is not None:
             size = max(int(round(links.n_links * b / n)), 1)
             chosen = rng.choice(links.n_links, size=min(size, links.n_links), replace=False)
-            agreement = links.agreement(self._resp_table, chosen)
+            on_device.append(links.agreement(self._resp_table, chosen))
+        fetched = to_host(*on_device)
+        stats = NIW(*fetched[:4])
+        self.niw_ = natural_step(self.niw_, self._niw_prior, stats, rho, n / b)
+        if weights:  # q(π) stays at its start during the warm-up (no component dies early)
+            self.dirichlet_ = natural_step(  # the counts Σ_i r_ik
+                (self.dirichlet_,), (self._dir_prior,), (stats.kappa,), rho, n / b
+            )[0]
+        if links is not None:
+            agreement = fetched[4]
             a_counts, b_counts = two_coin_statistics(
                 agreement, links.worker[chosen], links.labels[chosen], links.n_workers
             )
@@ -493,7 +637,7 @@ class BayesSCDC(DeepClusteringBase):
         if links is not None:
             expected = two_coin_expectations(self.worker_alpha_, self.worker_beta_)
             weights, offsets = link_message_weights(expected, links.worker, links.labels)
-            agreement = links.agreement(self._resp_table)
+            (agreement,) = to_host(links.agreement(self._resp_table))
             value += self.link_weight * link_expected_log_likelihood(agreement, weights, offsets)
             prior = np.asarray(self.worker_prior, float)
             value -= two_coin_kl(self.worker_alpha_, prior) + two_coin_kl(self.worker_beta_, prior)
@@ -507,25 +651,26 @@ class BayesSCDC(DeepClusteringBase):
         n = len(data.obs)
         size = max(self.batch_size, 256)
         batches = [np.arange(i, min(i + size, n)) for i in range(0, n, size)]
-        means = np.zeros((n, self.latent_dim))
+        means = torch.zeros((n, self.latent_dim), device=self._device)
         for _ in range(sweeps):
             for batch in batches:
-                resp, e, _, J_rec, h_rec = self._local(data.obs[batch], data.links, batch)
+                rows = to_device(batch, self._device)
+                resp, e, _, J_rec, h_rec = self._local(data.obs[rows], data.links, batch, rows)
                 mean, *_ = gaussian_posterior(resp, e, J_rec, h_rec)
-                self._resp_table[batch] = resp.cpu().numpy()
-                means[batch] = mean.cpu().numpy()
-        return self._resp_table.copy(), means, self.dirichlet_ / self.dirichlet_.sum()
+                self._resp_table[rows] = resp.double()
+                means[rows] = mean
+        resp, means = to_host(self._resp_table, means)
+        return resp, means, self.dirichlet_ / self.dirichlet_.sum()
 
     def fit(self, X, links=None, item_ids=None) -> BayesSCDC:  # noqa: D102
-        return super().fit(X, links, item_ids)
+        super().fit(X, links, item_ids)
+        self._graph = None  # the recorded graph is of no use after the fit
+        return self
 
     @torch.no_grad()
     def _predict_new(self, obs: torch.Tensor) -> np.ndarray:
         return np.concatenate(
-            [
-                self._local(obs[rows], None, None, with_links=False)[0].cpu().numpy()
-                for rows in row_chunks(len(obs))
-            ]
+            [self._local(obs[rows])[0].cpu().numpy() for rows in row_chunks(len(obs))]
         )
 
     def _worker_table(self, links: LinkData | None) -> pd.DataFrame:
