@@ -50,8 +50,10 @@ def csr_rows(
     indptr: np.ndarray, columns: np.ndarray, values: np.ndarray, shape, device: torch.device
 ) -> torch.Tensor:
     """A torch sparse CSR matrix (float64) on ``device`` from scipy-style CSR arrays."""
-    with warnings.catch_warnings():  # torch flags its sparse CSR support as beta
+    with warnings.catch_warnings():  # torch flags its sparse CSR support as beta, and some
+        # versions warn that invariant checks are off even when told so (check_invariants)
         warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta")
+        warnings.filterwarnings("ignore", message="Sparse invariant checks are implicitly")
         return torch.sparse_csr_tensor(
             to_device(indptr, device, torch.int64),
             to_device(columns, device, torch.int64),
