@@ -40,20 +40,9 @@ from crowdbayes.models.gp_preference import (
     PairCounts,
     expectation_propagation,
 )
+from set_partitions import set_partitions
 
 NOISE = 0.5
-
-
-def set_partitions(items):
-    """All partitions of a list (as lists of blocks), by recursion on the first element."""
-    if not items:
-        yield []
-        return
-    first, rest = items[0], items[1:]
-    for smaller in set_partitions(rest):
-        for i in range(len(smaller)):
-            yield smaller[:i] + [[first] + smaller[i]] + smaller[i + 1 :]
-        yield [[first]] + smaller
 
 
 def labels_of(blocks, n):

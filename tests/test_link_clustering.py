@@ -22,6 +22,7 @@ from crowdbayes.models.clustering._contraction import (
     conflict_colouring,
 )
 from crowdbayes.models.clustering.link_vb import LinkGraph, greedy_colouring, link_model_elbo
+from set_partitions import set_partitions
 
 # A tiny problem: 4 items in two pairs {0, 1}, {2, 3}; two workers, one of them noisy.
 TINY = pd.DataFrame(
@@ -259,18 +260,6 @@ def test_colouring_is_proper():
     assert np.all(colour[left[keep]] != colour[right[keep]])
 
 
-def _partitions(items):
-    """Every set partition of ``items`` (as lists of blocks)."""
-    if not items:
-        yield []
-        return
-    first, rest = items[0], items[1:]
-    for smaller in _partitions(rest):
-        for i in range(len(smaller)):
-            yield smaller[:i] + [[first, *smaller[i]]] + smaller[i + 1 :]
-        yield [[first], *smaller]
-
-
 def test_additive_contraction_stops_with_no_positive_pair_and_finds_a_planted_optimum():
     """Greedy additive edge contraction: no two components it returns are joined by positive
     weight (its stopping rule), and on a planted problem (three groups, noisy links) its
@@ -290,7 +279,7 @@ def test_additive_contraction_stops_with_no_positive_pair_and_finds_a_planted_op
         return float(weights[labels[left] == labels[right]].sum())
 
     best = -np.inf
-    for partition in _partitions(list(range(7))):
+    for partition in set_partitions(list(range(7))):
         labels = np.empty(7, dtype=np.int64)
         for b, block in enumerate(partition):
             labels[block] = b
