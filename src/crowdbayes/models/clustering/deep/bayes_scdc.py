@@ -336,7 +336,7 @@ class BayesSCDC(DeepClusteringBase):
         groupings: a worker who sorts 36 images into groups gives all 630 pairs, which the
         two-coin likelihood counts as independent judgments although they carry one
         partition. On MNIST with tasks simulated in the real scheme (about 35 links per
-        annotated image) λ = 0.5 raised accuracy from 0.787 to 0.885 over three held-out seeds
+        annotated image) λ = 0.5 raised accuracy from 0.807 to 0.870 over three held-out seeds
         (``benchmarks/results/cluster_mnist_tempered.md``).
     credible_level : float
         Mass of the central intervals in ``workers_``.
