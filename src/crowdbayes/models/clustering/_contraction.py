@@ -73,7 +73,7 @@ def additive_contraction(
             if total > 0:
                 heapq.heappush(heap, (-total, rng.random(), min(i, k), max(i, k)))
         neighbours[j] = {}
-    for item in range(n_items):  # parents point to earlier roots; resolve every chain
+    for item in range(n_items):  # follow each item's chain of merges to its root
         root = item
         while parent[root] != root:
             root = parent[root]

@@ -72,16 +72,20 @@ rises. The highest final ELBO wins.
 
 This is a heuristic search. On the real MNIST annotations (``benchmarks/cluster_semicrowd.py``)
 the alignment of the tasks' labellings is what makes it hard: the 91 tasks are tied together
-only by the 465 images seen in more than one task (two tasks that share images share one in
-94% of cases), so the labels of a task's groups are fixed mostly by exclusion within tasks, a
-Sudoku-like colouring problem. With K = 10 the contraction starts reach an ELBO of −7,575
-(five restarts; the greedy starts alone −8,119), while VB started from the true digits reaches
-−7,536, and −7,374 polished: better optima exist. With K = 15 a digit may take different
-clusters in different regions of tasks, and the search reaches −7,371, above the −7,397 of VB
-polished from the true digits; K = 10 started from the 10 largest clusters of that fit reaches
-−7,368, above the −7,374 near the truth at K = 10. Both have a lower per-task NMI than the
-optimum near the truth (0.9811 and 0.9782 against 0.9835, the workers' own groupings 0.9822):
-among the optima known, the model prefers ones that do not beat the workers per task.
+only by the 465 images seen in more than one task (two tasks that share images share one in 94%
+of cases), so the labels of a task's groups are fixed mostly by exclusion within tasks, a
+Sudoku-like colouring problem (spectral starts on the signed link graph, simulated annealing of
+the collapsed posterior of z, annealing of the tasks' label permutations on the shared images,
+tabu colouring of the must-link components and region-wise greedy restarts were tried before the
+contraction start and did no better than the greedy one). With K = 10 the contraction starts
+reach an ELBO of −7,575 (five restarts; the greedy starts alone −8,119), while VB started from
+the true digits reaches −7,536, and −7,374 polished: better optima exist. With K = 15 a digit
+may take different clusters in different regions of tasks, and the search reaches −7,371, above
+the −7,397 of VB polished from the true digits; K = 10 started from the 10 largest clusters of
+that fit reaches −7,368, above the −7,374 near the truth at K = 10. Both have a lower per-task
+NMI than the optimum near the truth (0.9811 and 0.9782 against 0.9835, the workers' own
+groupings 0.9822): among the optima known, the model prefers ones that do not beat the workers
+per task.
 
 The contraction start is the better one on task-shaped data (simulated MNIST tasks: −8,682
 against −9,637); on a few random pairs per item (the faces, 1,000 links) the greedy start is
