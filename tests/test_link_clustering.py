@@ -272,7 +272,9 @@ def test_additive_contraction_stops_with_no_positive_pair_and_finds_a_planted_op
     weights[0] = -0.5  # one noisy cannot-link inside group 0
     component = additive_contraction(7, left, right, weights, rng)
     assert set(component) == set(range(component.max() + 1))
-    between = component_weights(component, left, right, weights)
+    between = component_weights(
+        component, np.r_[left, right], np.r_[right, left], np.r_[weights, weights]
+    )
     assert between.nnz == 0 or between.data.max() <= 0
 
     def objective(labels):

@@ -82,16 +82,14 @@ def additive_contraction(
 
 
 def component_weights(
-    component: np.ndarray, left: np.ndarray, right: np.ndarray, weights: np.ndarray
+    component: np.ndarray, rows: np.ndarray, cols: np.ndarray, weights: np.ndarray
 ) -> sp.csr_matrix:
-    """Summed weights between components (symmetric CSR, no diagonal)."""
+    """Summed ``weights`` of the entries ``rows → cols`` between components, no diagonal (with
+    both directions of every link given, a symmetric CSR)."""
     n = int(component.max()) + 1
-    a, b = component[left], component[right]
+    a, b = component[rows], component[cols]
     apart = a != b
-    rows = np.concatenate([a[apart], b[apart]])
-    cols = np.concatenate([b[apart], a[apart]])
-    w = np.concatenate([weights[apart], weights[apart]])
-    between = sp.csr_matrix((w, (rows, cols)), shape=(n, n))
+    between = sp.csr_matrix((weights[apart], (a[apart], b[apart])), shape=(n, n))
     between.sum_duplicates()
     return between
 

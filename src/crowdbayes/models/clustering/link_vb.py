@@ -305,7 +305,7 @@ class LinkGraph:
         then a conflict colouring of its components onto ``n_clusters`` clusters
         (:mod:`crowdbayes.models.clustering._contraction`). Returns the cluster of every item."""
         component = additive_contraction(self.n_items, self.left, self.right, weights, rng)
-        between = component_weights(component, self.left, self.right, weights)
+        between = component_weights(component, *self._entries(weights))
         sizes = np.bincount(component).astype(np.float64)
         return conflict_colouring(between, sizes, n_clusters, rng)[component]
 
@@ -407,22 +407,21 @@ class LinkGraph:
                 break
         return cluster[block]
 
+    def _entries(self, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Both directions of every link as entries ``(row, column, weight)``."""
+        rows = np.repeat(np.arange(self.n_items), np.diff(self.indptr))
+        return rows, self.indices, weights[self.link_of_entry]
+
     def _block_graph(self, weights: np.ndarray, chosen: np.ndarray):
         """Blocks of ``chosen`` (components of its satisfied must-links): ``(block, between,
         size, cluster)`` with the block of every item, the summed link weights between blocks
         (symmetric CSR, no diagonal), block sizes and block clusters."""
         n = self.n_items
-        rows = np.repeat(np.arange(n), np.diff(self.indptr))
-        entry_w = weights[self.link_of_entry]
-        held = (entry_w > 0) & (chosen[rows] == chosen[self.indices])
-        glue = sp.csr_matrix((np.ones(held.sum()), (rows[held], self.indices[held])), shape=(n, n))
+        rows, cols, entry_w = self._entries(weights)
+        held = (entry_w > 0) & (chosen[rows] == chosen[cols])
+        glue = sp.csr_matrix((np.ones(held.sum()), (rows[held], cols[held])), shape=(n, n))
         n_blocks, block = connected_components(glue, directed=False)
-        external = block[rows] != block[self.indices]
-        between = sp.csr_matrix(
-            (entry_w[external], (block[rows[external]], block[self.indices[external]])),
-            shape=(n_blocks, n_blocks),
-        )
-        between.sum_duplicates()
+        between = component_weights(block, rows, cols, entry_w)
         size = np.bincount(block, minlength=n_blocks).astype(np.float64)
         cluster = np.empty(n_blocks, dtype=np.int64)
         cluster[block] = chosen
