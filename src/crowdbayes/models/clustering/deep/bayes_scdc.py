@@ -500,32 +500,35 @@ class BayesSCDC(DeepClusteringBase):
         rows = to_device(batch, self._device) if rows is None else rows
         return table_messages(self._resp_table, rows, matrix.__matmul__)
 
+    def _eager_meanfield(self, inputs, links, batch, rows) -> torch.Tensor:
+        """q(z) of a batch by :func:`local_meanfield`, run op by op."""
+        messages = self._messenger(links, batch, rows)
+        return local_meanfield(*inputs, self.local_iterations, messages)[0]
+
     def _replay_meanfield(self, inputs, links, batch, rows) -> torch.Tensor:
         """CUDA: q(z) of a training batch through the recorded :class:`_MeanFieldGraph`
-        (recorded at the first batch; if recording fails, the mean field runs eagerly)."""
+        (recorded at the first batch; if recording fails, it runs eagerly from then on)."""
         entries = None
         if links is not None:
             partners, weights = links.padded_entries(
                 batch, lambda codes: self._link_weights(links, codes)
             )
             entries = (to_device(partners, self._device), to_device(weights, self._device))
-        if self._graph is None:
-            table = None if links is None else self._resp_table
-            try:
-                self._graph = _MeanFieldGraph(inputs, self.local_iterations, table, rows, entries)
-                return self._graph.first
-            except RuntimeError as error:  # pragma: no cover - depends on the CUDA build
-                warnings.warn(
-                    f"CUDA graph recording failed ({error}); running the local mean field "
-                    "eagerly (slower)",
-                    RuntimeWarning,
-                    stacklevel=2,
-                )
-                self._graph = False
-        if self._graph is False:  # pragma: no cover
-            messages = self._messenger(links, batch, rows)
-            return local_meanfield(*inputs, self.local_iterations, messages)[0]
-        return self._graph(inputs, rows, entries)
+        if self._graph is not None:
+            return self._graph(inputs, rows, entries)
+        table = None if links is None else self._resp_table
+        try:
+            self._graph = _MeanFieldGraph(inputs, self.local_iterations, table, rows, entries)
+            return self._graph.first
+        except RuntimeError as error:  # pragma: no cover - depends on the CUDA build
+            warnings.warn(
+                f"CUDA graph recording failed ({error}); running the local mean field "
+                "eagerly (slower)",
+                RuntimeWarning,
+                stacklevel=2,
+            )
+            self._graph = False
+            return self._eager_meanfield(inputs, links, batch, rows)
 
     # ---------------------------------------------------------------------------- epochs
     def _local(self, obs: torch.Tensor, links=None, batch=None, rows=None, replay=False):
@@ -538,11 +541,10 @@ class BayesSCDC(DeepClusteringBase):
         e, log_pi = self._globals_torch()
         inputs = (e, log_pi, J_rec.detach(), h_rec.detach())
         with torch.no_grad():
-            if replay:
+            if replay and self._graph is not False:
                 resp = self._replay_meanfield(inputs, links, batch, rows)
             else:
-                messages = self._messenger(links, batch, rows)
-                resp, _ = local_meanfield(*inputs, self.local_iterations, messages)
+                resp = self._eager_meanfield(inputs, links, batch, rows)
         return resp, e, log_pi, J_rec, h_rec
 
     def _epoch(self, data: ObservedData, rng: np.random.Generator, epoch: int) -> float:
