@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 TORCH_VERSION ?= 2.13.0
 
-.PHONY: demo test lint install clean
+.PHONY: demo test test-fast lint install clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -21,12 +21,21 @@ install: $(STAMP)
 demo: $(STAMP)
 	$(BIN)/crowdbayes labels fit --dataset rte --model hierarchical --seed 0
 
+# style, formatting, and the import layers of pyproject.toml's [tool.importlinter]
 lint: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks
 	$(BIN)/ruff format --check src tests benchmarks
+	$(BIN)/lint-imports
 
+THREADS := OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1
+
+# everything (CI)
 test: lint
-	OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1 $(BIN)/python -m pytest -q
+	$(THREADS) $(BIN)/python -m pytest -q
+
+# everything but the tests marked slow (real data, long fits): a couple of minutes
+test-fast: lint
+	$(THREADS) $(BIN)/python -m pytest -q -m "not slow"
 
 clean:
 	rm -rf $(VENV) build src/*.egg-info .pytest_cache

@@ -10,7 +10,7 @@ labels on new tasks, some of them by workers the old model never saw (every work
 for 10% of the new labels). Steps: fit ``DawidSkene()`` on the old labels and save it
 (``model.save``, the safe npz format); on all labels, (1) a full refit ``DawidSkene().fit`` and
 (2) the warm start ``DawidSkene().fit(labels, init=saved_path)``; and (3) the incremental
-update ``load_label_model(saved_path).partial_fit(new_labels)`` on the new labels alone (old
+update ``load(saved_path).partial_fit(new_labels)`` on the new labels alone (old
 tasks frozen at the old model's posteriors). Times are of ``fit`` alone
 (``Labels`` encoding of all labels reported separately: both need it). Accuracy is against the
 synthetic truth on every task. Target: the warm start under 20% of the refit's time, same
@@ -93,11 +93,11 @@ def main() -> None:
     start = time.perf_counter()
     warm = DawidSkene().fit(labels, init=saved)
     warm_s = time.perf_counter() - start
-    from crowdbayes.models.labels import load_label_model
+    from crowdbayes import load
 
     start = time.perf_counter()
     batch = Labels(new)
-    partial = load_label_model(saved).partial_fit(batch)
+    partial = load(saved).partial_fit(batch)
     partial_s = time.perf_counter() - start
     saved.unlink()
     combined = pd.concat([previous.labels_, partial.labels_]).astype(np.int64)

@@ -1,5 +1,7 @@
 """crowdbayes: Bayesian inference from noisy human judgments."""
 
+from ._version import __version__
+from .base import Estimator, clone, list_models, load
 from .data import Comparisons, Labels, Links
 from .data.rankings import Rankings
 from .exceptions import (
@@ -27,9 +29,11 @@ from .models.plackett_luce import (
     PlackettLuceVI,
 )
 
-__version__ = "0.1.0"
-
 __all__ = [
+    "Estimator",
+    "clone",
+    "list_models",
+    "load",
     "Labels",
     "MajorityVote",
     "DawidSkene",

@@ -1,10 +1,8 @@
-"""Small helpers for the estimator contract: randomness and fitted-state checks."""
+"""Randomness: ``random_state`` resolved once into a generator, and child generators."""
 
 from __future__ import annotations
 
 import numpy as np
-
-from .exceptions import NotFittedError
 
 RandomState = int | np.random.Generator | np.random.SeedSequence | None
 
@@ -19,10 +17,3 @@ def as_generator(random_state: RandomState) -> np.random.Generator:
 def spawn_generators(rng: np.random.Generator, n: int) -> list[np.random.Generator]:
     """Independent child generators (one per chain or restart), reproducible from ``rng``."""
     return list(rng.spawn(n))
-
-
-def check_is_fitted(estimator: object, attribute: str) -> None:
-    """Raise :class:`NotFittedError` naming the estimator if ``attribute`` is not set yet."""
-    if not hasattr(estimator, attribute):
-        name = type(estimator).__name__
-        raise NotFittedError(f"{name} is not fitted yet: call {name}.fit(...) first")

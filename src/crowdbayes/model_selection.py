@@ -28,7 +28,7 @@ from typing import NamedTuple
 import numpy as np
 import pandas as pd
 
-from .data._validate import show_values as _show
+from .data.validate import show_values as _show
 
 __all__ = ["Split", "group_kfold", "l_partition", "leave_one_group_out", "n_partition"]
 

@@ -29,7 +29,7 @@ siblings; :math:`\mathbb{E}[w]` is the weight of the message from :math:`q(z_j)`
     b_{m} &= b^0 + \textstyle\sum_{l \in m} (1 - \bar s_l)\,(1 - L_l,\; L_l).
 
 Beta parameters are stored as (n_workers, 2) arrays ``[[a1, a2], ...]`` — Dirichlet rows of
-length two — so the Dirichlet helpers of :mod:`crowdbayes._math` apply unchanged.
+length two — so the Dirichlet helpers of :mod:`crowdbayes.maths` apply unchanged.
 
 References
 ----------
@@ -44,7 +44,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .._math import dirichlet_expected_log, dirichlet_kl
+from ..maths import dirichlet_expected_log, dirichlet_kl
 
 __all__ = [
     "TwoCoinExpectations",

@@ -3,7 +3,7 @@
 crowdbayes cluster fit --links LINKS [--features FILE] [--model links-vb|scdc|bayes-scdc]
                        [--clusters K] --out ASSIGNMENTS [--proba] [--workers-out FILE]
                        [--seed N] [--epochs N] [--device cpu|cuda] [--link-weight W]
-                       [--restarts N] [--progress/--no-progress]
+                       [--restarts N] [--save MODEL] [--progress/--no-progress]
 
 LINKS is a ``worker,left,right,label`` table (label 1 = must-link, 0 = cannot-link; CSV, TSV or
 Parquet). ``links-vb`` (:class:`~crowdbayes.models.clustering.LinkClustering`, numpy) clusters
@@ -37,19 +37,90 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..data._io import read_table, table_writer, write_atomically
 from ..data.features import read_features
+from ..data.io import read_table, table_writer, write_atomically
 from ..data.links import Links
 from ._common import CommandError, show_progress
+from ._models import TABLES, ModelSpec, ModelTable, Option, positive_float, positive_int
 
-CLUSTER_MODELS = {
-    "links-vb": "links only: mean-field variational Bayes, numpy (default)",
-    "scdc": "SCDC: deep generative model of the features + two-coin links (PyTorch)",
-    "bayes-scdc": "BayesSCDC: fully Bayesian SCDC, natural-gradient VB (PyTorch)",
-}
-_DEEP_CLASSES = {"scdc": "SCDC", "bayes-scdc": "BayesSCDC"}
-_DEEP_ONLY = ("epochs", "device", "latent_dim", "batch_size", "decoder", "link_weight", "restarts")
-_DEEP_DEFAULTS = {"epochs": 20, "latent_dim": 8}  # the paper's faces and MNIST settings
+_DEEP = (
+    "--epochs",
+    "--device",
+    "--latent-dim",
+    "--batch-size",
+    "--decoder",
+    "--link-weight",
+    "--restarts",
+)
+#: the paper's faces and MNIST settings, and K = 10 for every model on the command line
+_DEEP_DEFAULTS = {"n_clusters": 10, "epochs": 20, "latent_dim": 8}
+CLUSTER = ModelTable(
+    "cluster",
+    [
+        ModelSpec(
+            "links-vb",
+            "crowdbayes.models.clustering:LinkClustering",
+            "links only: mean-field variational Bayes, numpy",
+            ("--clusters",),
+        ),
+        ModelSpec(
+            "scdc",
+            "crowdbayes.models.clustering.deep:SCDC",
+            "SCDC: deep generative model of the features + two-coin links (PyTorch)",
+            ("--clusters", *_DEEP),
+            cli_defaults=_DEEP_DEFAULTS,
+        ),
+        ModelSpec(
+            "bayes-scdc",
+            "crowdbayes.models.clustering.deep:BayesSCDC",
+            "BayesSCDC: fully Bayesian SCDC, natural-gradient VB (PyTorch)",
+            ("--clusters", *_DEEP),
+            cli_defaults=_DEEP_DEFAULTS,
+        ),
+    ],
+    [
+        Option(
+            "--clusters",
+            "n_clusters",
+            "K, the number of clusters at most (default 10)",
+            positive_int("--clusters"),
+        ),
+        Option("--epochs", "epochs", "training epochs (default 20)", positive_int("--epochs")),
+        Option("--device", "device", "torch device (default cpu)", choices=("cpu", "cuda")),
+        Option(
+            "--latent-dim",
+            "latent_dim",
+            "dimension of the latent x (default 8)",
+            positive_int("--latent-dim"),
+        ),
+        Option(
+            "--batch-size",
+            "batch_size",
+            "items per minibatch (model default)",
+            positive_int("--batch-size"),
+        ),
+        Option(
+            "--decoder",
+            "decoder",
+            "p(o | x): gaussian (default) or bernoulli (features in [0, 1])",
+            choices=("gaussian", "bernoulli"),
+        ),
+        Option(
+            "--link-weight",
+            "link_weight",
+            "power W on the link likelihood (default 1; <1 tempers links from sorted tasks)",
+            positive_float("--link-weight"),
+        ),
+        Option(
+            "--restarts",
+            "n_init",
+            "fits from different starts; the best is kept (default 1)",
+            positive_int("--restarts"),
+        ),
+    ],
+    default="links-vb",
+)
+TABLES["cluster"] = CLUSTER
 
 
 def register(commands) -> None:
@@ -60,7 +131,7 @@ def register(commands) -> None:
         "fit",
         help="infer each item's cluster and each worker's sensitivity and specificity",
         formatter_class=argparse.RawDescriptionHelpFormatter,
-        epilog="models:\n" + "\n".join(f"  {k:<11} {v}" for k, v in CLUSTER_MODELS.items()),
+        epilog=CLUSTER.epilog(),
     )
     fit.add_argument("--links", required=True, help="worker,left,right,label table (label 0/1)")
     fit.add_argument(
@@ -68,13 +139,10 @@ def register(commands) -> None:
         help="item features (scdc, bayes-scdc): a table with an 'item' column and numeric "
         "columns, or a .npy array whose row i is item i",
     )
-    fit.add_argument("--model", choices=list(CLUSTER_MODELS), default="links-vb")
-    fit.add_argument(
-        "--clusters", type=int, default=10, help="K, the number of clusters at most (default 10)"
-    )
     fit.add_argument("--out", required=True, help="write item,cluster,probability here")
     fit.add_argument("--proba", action="store_true", help="add every cluster's probability")
     fit.add_argument("--workers-out", help="write each worker's alpha/beta estimates here")
+    fit.add_argument("--save", help="write the fitted model here (.npz, no pickle)")
     fit.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     fit.add_argument(
         "--duplicates",
@@ -88,22 +156,7 @@ def register(commands) -> None:
     fit.add_argument("--right-column", default="right")
     fit.add_argument("--label-column", default="label")
     fit.add_argument("--item-column", default="item", help="id column of a --features table")
-    deep = fit.add_argument_group("deep models (scdc, bayes-scdc)")
-    deep.add_argument("--epochs", type=int, help="training epochs (default 20)")
-    deep.add_argument("--device", choices=["cpu", "cuda"], help="torch device (default cpu)")
-    deep.add_argument("--latent-dim", type=int, help="dimension of the latent x (default 8)")
-    deep.add_argument("--batch-size", type=int, help="items per minibatch (model default)")
-    deep.add_argument(
-        "--decoder",
-        choices=["gaussian", "bernoulli"],
-        help="p(o | x): gaussian (default) or bernoulli (features in [0, 1])",
-    )
-    deep.add_argument(
-        "--link-weight",
-        type=float,
-        help="power W on the link likelihood (default 1; <1 tempers links from sorted tasks)",
-    )
-    deep.add_argument("--restarts", type=int, help="fits from different starts; best kept (1)")
+    CLUSTER.add_arguments(fit)
     fit.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None)
     fit.set_defaults(handler=_cluster_fit)
 
@@ -177,33 +230,19 @@ def _load_links(args: argparse.Namespace, deep: bool) -> Links:
 
 # ------------------------------------------------------------------------------ models
 def _check_options(args: argparse.Namespace) -> bool:
-    """Whether the model is a deep one; refuses options that do not apply."""
-    if args.clusters < 1:
-        raise CommandError(f"--clusters must be a positive integer; got {args.clusters}")
-    deep = args.model in _DEEP_CLASSES
-    if not deep:
-        if args.features is not None:
-            raise CommandError(
-                "--features is used by --model scdc or bayes-scdc; links-vb clusters from the "
-                "links alone"
-            )
-        given = [f"--{name.replace('_', '-')}" for name in _DEEP_ONLY if getattr(args, name)]
-        if given:
-            raise CommandError(f"{', '.join(given)} apply to scdc and bayes-scdc, not links-vb")
-        return False
-    if args.features is None:
+    """Whether the model is a deep one; refuses --features where it does not apply."""
+    deep = args.model != "links-vb"
+    if not deep and args.features is not None:
+        raise CommandError(
+            "--features is used by --model scdc or bayes-scdc; links-vb clusters from the "
+            "links alone"
+        )
+    if deep and args.features is None:
         raise CommandError(
             f"--model {args.model} needs --features: the items' features (a table with an "
             "'item' column, or a .npy array)"
         )
-    for name in ("epochs", "latent_dim", "batch_size", "restarts"):
-        value = getattr(args, name)
-        if value is not None and value < 1:
-            raise CommandError(f"--{name.replace('_', '-')} must be at least 1; got {value}")
-    weight = args.link_weight
-    if weight is not None and not (np.isfinite(weight) and weight > 0):
-        raise CommandError(f"--link-weight must be a positive number; got {weight}")
-    return True
+    return deep
 
 
 def _import_torch(model: str):
@@ -219,30 +258,13 @@ def _import_torch(model: str):
 
 
 def _make_model(args: argparse.Namespace, progress: bool):
-    if args.model == "links-vb":
-        from ..models.clustering import LinkClustering
-
-        return LinkClustering(args.clusters, random_state=args.seed, progress=progress)
-    torch = _import_torch(args.model)
-    from ..models.clustering import deep
-
-    cls = getattr(deep, _DEEP_CLASSES[args.model])
-    device = args.device or "cpu"
-    if device == "cuda" and not torch.cuda.is_available():
+    model = CLUSTER.make(args, random_state=args.seed, progress=progress)
+    if (
+        getattr(model, "device", None) == "cuda"
+        and not _import_torch(args.model).cuda.is_available()
+    ):
         raise CommandError("--device cuda: PyTorch sees no CUDA device here; use --device cpu")
-    options = {
-        "epochs": args.epochs or _DEEP_DEFAULTS["epochs"],
-        "latent_dim": args.latent_dim or _DEEP_DEFAULTS["latent_dim"],
-        "device": device,
-        "random_state": args.seed,
-        "progress": progress,
-    }
-    for name in ("batch_size", "decoder", "link_weight"):  # else the model's own defaults
-        if getattr(args, name) is not None:
-            options[name] = getattr(args, name)
-    if args.restarts is not None:
-        options["n_init"] = args.restarts
-    return cls(n_clusters=args.clusters, **options)
+    return model
 
 
 def _fit(model, links: Links):
@@ -282,8 +304,8 @@ def _cluster_fit(args: argparse.Namespace) -> None:
     deep = _check_options(args)
     if deep:
         _import_torch(args.model)  # fail fast, before reading the data
-    links = _load_links(args, deep)
     model = _make_model(args, show_progress(args.progress))
+    links = _load_links(args, deep)
     start = time.perf_counter()
     _fit(model, links)
     seconds = time.perf_counter() - start
@@ -292,6 +314,8 @@ def _cluster_fit(args: argparse.Namespace) -> None:
     if args.workers_out:
         workers = model.workers_.rename_axis("worker")
         outputs.append((args.workers_out, table_writer(workers)))
+    if args.save:
+        outputs.append((args.save, model.save))
     write_atomically(outputs)
     sizes = table["cluster"].value_counts()
     unlinked = len(table) - len(links.linked_codes)
@@ -299,9 +323,9 @@ def _cluster_fit(args: argparse.Namespace) -> None:
     print(
         f"{type(model).__name__}: {links.n_links} links ({int(links.labels.sum())} must-link) "
         f"by {links.n_workers} workers; {len(table)} items clustered{extra}; "
-        f"{model.n_clusters_used_} of {args.clusters} clusters used "
+        f"{model.n_clusters_used_} of {model.n_clusters} clusters used "
         f"(sizes {', '.join(map(str, sizes))}); fit in {seconds:.2f} s",
         file=sys.stderr,
     )
-    written = args.out + (f" and {args.workers_out}" if args.workers_out else "")
+    written = ", ".join(path for path in (args.out, args.workers_out, args.save) if path)
     print(f"wrote {written}", file=sys.stderr)

@@ -7,23 +7,63 @@ import argparse
 import pandas as pd
 
 from ..data import Labels
-from ..data._io import read_table, table_writer, write_atomically
-from ..models.labels import (
-    BayesianDawidSkene,
-    CommunityDawidSkene,
-    DawidSkene,
-    HierarchicalAnnotation,
-    MajorityVote,
-)
+from ..data.io import read_table, table_writer, write_atomically
+from ..models.labels import HierarchicalAnnotation
 from ._common import CommandError, show_progress
+from ._models import (
+    TABLES,
+    ModelSpec,
+    ModelTable,
+    Option,
+    non_negative_int,
+    positive_int,
+)
 
-LABEL_MODELS = {
-    "mv": "majority vote (seeded random ties)",
-    "ds": "Dawid-Skene, EM",
-    "bayes-ds": "Bayesian Dawid-Skene, variational Bayes",
-    "community-ds": "community Dawid-Skene, learnt community priors (most accurate overall)",
-    "hierarchical": "hierarchical annotation model, Gibbs (default)",
-}
+_MODELS = "crowdbayes.models.labels"
+
+LABELS = ModelTable(
+    "labels",
+    [
+        ModelSpec("mv", f"{_MODELS}:MajorityVote", "majority vote (seeded random ties)"),
+        ModelSpec("ds", f"{_MODELS}:DawidSkene", "Dawid-Skene, EM", ("--max-iter",)),
+        ModelSpec(
+            "bayes-ds",
+            f"{_MODELS}:BayesianDawidSkene",
+            "Bayesian Dawid-Skene, variational Bayes",
+            ("--max-iter",),
+        ),
+        ModelSpec(
+            "community-ds",
+            f"{_MODELS}:CommunityDawidSkene",
+            "community Dawid-Skene, learnt community priors (most accurate overall)",
+            ("--max-iter",),
+        ),
+        ModelSpec(
+            "hierarchical",
+            f"{_MODELS}:HierarchicalAnnotation",
+            "hierarchical annotation model, Gibbs",
+            ("--chains", "--warmup", "--samples", "--hyperprior"),
+        ),
+    ],
+    [
+        Option("--max-iter", "max_iter", "EM/VB iterations at most", positive_int("--max-iter")),
+        Option("--chains", "n_chains", "Gibbs chains", positive_int("--chains")),
+        Option(
+            "--warmup", "n_warmup", "Gibbs warm-up sweeps per chain", non_negative_int("--warmup")
+        ),
+        Option(
+            "--samples", "n_samples", "Gibbs recorded sweeps per chain", positive_int("--samples")
+        ),
+        Option(
+            "--hyperprior",
+            "hyperprior",
+            "hierarchical hyperpriors",
+            choices=("sample", "moment", "fixed"),
+        ),
+    ],
+    default="hierarchical",
+)
+TABLES["labels"] = LABELS
 
 
 def register(commands) -> None:
@@ -34,12 +74,11 @@ def register(commands) -> None:
         "fit",
         help="infer each task's class and each worker's reliability",
         formatter_class=argparse.RawDescriptionHelpFormatter,
-        epilog="models:\n" + "\n".join(f"  {k:<13} {v}" for k, v in LABEL_MODELS.items()),
+        epilog=LABELS.epilog(),
     )
     source = fit.add_mutually_exclusive_group(required=True)
     source.add_argument("input", nargs="?", help="labels file (CSV/TSV/Parquet): task,worker,label")
     source.add_argument("--dataset", help="a named data set (see `crowdbayes datasets list`)")
-    fit.add_argument("--model", choices=list(LABEL_MODELS), default="hierarchical")
     fit.add_argument("--gold", help="known classes (task,label) clamped during inference")
     fit.add_argument(
         "--eval-gold", help="true classes (task,label) to score the result against (not used)"
@@ -52,13 +91,7 @@ def register(commands) -> None:
     fit.add_argument("--worker-column", default="worker")
     fit.add_argument("--label-column", default="label")
     fit.add_argument("--duplicates", choices=["keep", "drop", "error"], default="keep")
-    fit.add_argument("--max-iter", type=int, help="EM/VB iterations at most")
-    fit.add_argument("--chains", type=int, help="Gibbs chains (hierarchical)")
-    fit.add_argument("--warmup", type=int, help="Gibbs warm-up sweeps per chain")
-    fit.add_argument("--samples", type=int, help="Gibbs recorded sweeps per chain")
-    fit.add_argument(
-        "--hyperprior", choices=["sample", "moment", "fixed"], help="hierarchical hyperpriors"
-    )
+    LABELS.add_arguments(fit)
     fit.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None)
     scale = fit.add_argument_group("scale (mv, ds, bayes-ds)")
     scale.add_argument(
@@ -108,24 +141,7 @@ def _parse_classes(text: str | None) -> list | None:
 
 
 def _make_model(args: argparse.Namespace, progress: bool):
-    options = {}
-    if args.model == "mv":
-        return MajorityVote(random_state=args.seed)
-    if args.max_iter is not None:
-        options["max_iter"] = args.max_iter
-    if args.model == "ds":
-        return DawidSkene(progress=progress, **options)
-    if args.model == "bayes-ds":
-        return BayesianDawidSkene(progress=progress, **options)
-    if args.model == "community-ds":
-        return CommunityDawidSkene(progress=progress, **options)
-    for name, flag in (("n_chains", "chains"), ("n_warmup", "warmup"), ("n_samples", "samples")):
-        if getattr(args, flag) is not None:
-            options[name] = getattr(args, flag)
-    options.pop("max_iter", None)
-    if args.hyperprior is not None:
-        options["hyperprior"] = args.hyperprior
-    return HierarchicalAnnotation(random_state=args.seed, progress=progress, **options)
+    return LABELS.make(args, random_state=args.seed, progress=progress)
 
 
 def _load_inputs(args: argparse.Namespace) -> tuple[Labels, pd.Series | None, str]:
@@ -253,16 +269,18 @@ def _labels_fit(args: argparse.Namespace) -> None:
     model = _make_model(args, progress)
     start = time.perf_counter()
     if args.partial:
-        from ..models.labels import load_label_model
+        from ..base import load
 
-        model = load_label_model(args.init_model)
-        if type(model) is not type(_make_model(args, progress)):
+        saved = load(args.init_model)
+        if type(saved) is not type(model):
             raise CommandError(
-                f"--init-model holds a {type(model).__name__}; --model {args.model} differs"
+                f"--init-model holds a {type(saved).__name__}; --model {args.model} differs"
             )
-        model.set_params(progress=progress)
-        if args.max_iter is not None:
-            model.set_params(max_iter=args.max_iter)
+        # the command line's settings apply to the update: progress, and --max-iter if given
+        updates = {"progress": progress}
+        if "--max-iter" in LABELS.given(args):
+            updates["max_iter"] = model.max_iter
+        model = saved.set_params(**updates)
         model.partial_fit(labels)
     elif args.init_model:
         model.fit(labels, init=args.init_model)

@@ -22,27 +22,97 @@ import warnings
 import numpy as np
 import pandas as pd
 
-from .._persist import load_arrays
-from ..data._io import read_table, table_writer, write_atomically
+from ..base import load
 from ..data.comparisons import Comparisons
+from ..data.io import read_table, table_writer, write_atomically
 from ..exceptions import DataWarning
 from ..models.communities import CommunityPreferences, communities_table
-from ..models.gp_preference import GPPL, GPPLVI, CrowdGPPL, GPPLLaplace, GPPreferenceEP
+from ..models.gp_preference import CrowdGPPL
 from ._common import CommandError, show_progress
+from ._models import TABLES, ModelSpec, ModelTable, Option, positive_float, positive_int
 from .rank import _ids_like
 
-PREFS_MODELS = {
-    "gppl": "GPPL by stochastic variational inference with inducing points (default)",
-    "crowdgppl": "crowdGPPL: consensus plus personal preferences of each worker (SVI)",
-    "gppl-vi": "GPPL by full-batch variational inference (small data)",
-    "gppl-laplace": "GPPL by the Laplace approximation (small data)",
-    "ep": "GP preference learning by expectation propagation (small data)",
-    "dpm-gp": "communities of preferences: Dirichlet-process mixture of GPs (EP + Gibbs)",
-}
-_CLASSES = {
-    cls.__name__: cls
-    for cls in (GPPL, GPPLVI, GPPLLaplace, CrowdGPPL, GPPreferenceEP, CommunityPreferences)
-}
+_MODELS = "crowdbayes.models.gp_preference"
+
+_SVI = ("--inducing", "--batch-size", "--max-iter", "--lengthscale", "--ties")
+PREFS = ModelTable(
+    "prefs",
+    [
+        ModelSpec(
+            "gppl",
+            f"{_MODELS}:GPPL",
+            "GPPL by stochastic variational inference with inducing points",
+            _SVI,
+        ),
+        ModelSpec(
+            "crowdgppl",
+            f"{_MODELS}:CrowdGPPL",
+            "crowdGPPL: consensus plus personal preferences of each worker (SVI)",
+            ("--components", *_SVI),
+        ),
+        ModelSpec(
+            "gppl-vi",
+            f"{_MODELS}:GPPLVI",
+            "GPPL by full-batch variational inference (small data)",
+            ("--max-iter", "--lengthscale", "--ties"),
+        ),
+        ModelSpec(
+            "gppl-laplace",
+            f"{_MODELS}:GPPLLaplace",
+            "GPPL by the Laplace approximation (small data)",
+            ("--max-iter", "--lengthscale", "--ties"),
+        ),
+        ModelSpec(
+            "ep",
+            f"{_MODELS}:GPPreferenceEP",
+            "GP preference learning by expectation propagation (small data)",
+            ("--max-iter", "--lengthscale", "--ties"),
+        ),
+        ModelSpec(
+            "dpm-gp",
+            "crowdbayes.models.communities:CommunityPreferences",
+            "communities of preferences: Dirichlet-process mixture of GPs (EP + Gibbs)",
+            ("--lengthscale", "--ties"),
+        ),
+    ],
+    [
+        Option(
+            "--components",
+            "n_components",
+            "latent components (default 20)",
+            positive_int("--components"),
+        ),
+        Option(
+            "--inducing",
+            "n_inducing",
+            "inducing points (default 200)",
+            positive_int("--inducing"),
+        ),
+        Option(
+            "--batch-size",
+            "batch_size",
+            "pairs per SVI iteration (default 1000)",
+            positive_int("--batch-size"),
+        ),
+        Option(
+            "--max-iter",
+            "max_iter",
+            "iterations at most (default per model)",
+            positive_int("--max-iter"),
+        ),
+        Option(
+            "--lengthscale",
+            "lengthscale",
+            "'median' (default), 'scaled_median' (high-dimensional features) or a number",
+            positive_float("--lengthscale", words=("median", "scaled_median")),
+        ),
+        Option(
+            "--ties", "ties", "'equal' labels: drop (default) or half", choices=("drop", "half")
+        ),
+    ],
+    default="gppl",
+)
+TABLES["prefs"] = PREFS
 
 
 def register(commands) -> None:
@@ -53,28 +123,18 @@ def register(commands) -> None:
         "fit",
         help="fit a GP preference model",
         formatter_class=argparse.RawDescriptionHelpFormatter,
-        epilog="models:\n" + "\n".join(f"  {k:<10} {v}" for k, v in PREFS_MODELS.items()),
+        epilog=PREFS.epilog(),
     )
     fit.add_argument("comparisons", help="worker,left,right,label table (label = preferred id)")
     fit.add_argument("--items", required=True, help="item features: an item column + numbers")
     fit.add_argument("--workers", help="worker features (crowdgppl): a worker column + numbers")
-    fit.add_argument("--model", choices=list(PREFS_MODELS), default="gppl")
     fit.add_argument("--save", required=True, help="write the fitted model here (.npz, safe)")
     fit.add_argument("--out", help="also write the items' utilities (consensus) here")
-    fit.add_argument("--components", type=int, default=20, help="crowdgppl: latent components")
-    fit.add_argument("--inducing", type=int, default=200, help="inducing points (gppl, crowd)")
-    fit.add_argument("--batch-size", type=int, default=None, help="pairs per SVI iteration")
-    fit.add_argument("--max-iter", type=int, default=None, help="iterations (default per model)")
-    fit.add_argument(
-        "--lengthscale",
-        default="median",
-        help="'median', 'scaled_median' (high-dimensional features) or a number",
-    )
-    fit.add_argument("--ties", choices=["drop", "half"], default="drop")
     fit.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     fit.add_argument("--item-column", default="item")
     fit.add_argument("--worker-column", default="worker")
     fit.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None)
+    PREFS.add_arguments(fit)
     fit.set_defaults(handler=_prefs_fit)
 
     predict = actions.add_parser("predict", help="P(left preferred to right) from a saved model")
@@ -95,48 +155,10 @@ def register(commands) -> None:
     communities.set_defaults(handler=_prefs_communities)
 
 
-def _lengthscale(text: str) -> str | float:
-    if text in ("median", "scaled_median"):
-        return text
-    try:
-        value = float(text)
-    except ValueError:
-        raise CommandError(
-            f"--lengthscale must be 'median', 'scaled_median' or a number; got {text!r}"
-        ) from None
-    if not value > 0:
-        raise CommandError(f"--lengthscale must be positive; got {text}")
-    return value
-
-
 def _make_model(args: argparse.Namespace, progress: bool):
-    lengthscale = _lengthscale(args.lengthscale)
     if args.workers is not None and args.model != "crowdgppl":
         raise CommandError(f"--workers applies to crowdgppl, not {args.model}")
-    iterations = {} if args.max_iter is None else {"max_iter": args.max_iter}
-    if args.model == "ep":
-        return GPPreferenceEP(lengthscale=lengthscale, ties=args.ties, progress=progress)
-    if args.model == "dpm-gp":
-        return CommunityPreferences(
-            lengthscale=lengthscale, ties=args.ties, random_state=args.seed, progress=progress
-        )
-    if args.model == "gppl-vi":
-        return GPPLVI(lengthscale=lengthscale, ties=args.ties, progress=progress, **iterations)
-    if args.model == "gppl-laplace":
-        return GPPLLaplace(lengthscale=lengthscale, ties=args.ties, **iterations)
-    options = {
-        "lengthscale": lengthscale,
-        "n_inducing": args.inducing,
-        "ties": args.ties,
-        "random_state": args.seed,
-        "progress": progress,
-        **iterations,
-    }
-    if args.batch_size is not None:
-        options["batch_size"] = args.batch_size
-    if args.model == "gppl":
-        return GPPL(**options)
-    return CrowdGPPL(args.components, **options)
+    return PREFS.make(args, random_state=args.seed, progress=progress)
 
 
 def _prefs_fit(args: argparse.Namespace) -> None:
@@ -179,10 +201,11 @@ def _prefs_fit(args: argparse.Namespace) -> None:
 
 
 def _load_model(path: str):
-    kind, _, _ = load_arrays(path)
-    if kind not in _CLASSES:
+    model = load(path)
+    if not isinstance(model, tuple(spec.load_class() for spec in PREFS.models.values())):
+        kind = type(model).__name__
         raise CommandError(f"{path} holds a {kind} model, not a GP preference model")
-    return _CLASSES[kind].load(path)
+    return model
 
 
 def _feature_frame(path: str | None, column: str, what: str) -> pd.DataFrame | None:

@@ -13,24 +13,72 @@ import time
 import numpy as np
 import pandas as pd
 
-from ..data._io import read_table, table_writer, write_atomically
+from ..base import load
+from ..data.io import read_table, table_writer, write_atomically
 from ..data.rankings import Rankings
-from ..models.plackett_luce import (
-    PlackettLuceGibbs,
-    PlackettLuceMAP,
-    PlackettLuceMM,
-    PlackettLuceVI,
-    load_model,
-)
-from ..models.plackett_luce._base import FeatureModel
+from ..models.plackett_luce import FeatureModel, PlackettLuceModel, PlackettLuceVI
 from ._common import CommandError, show_progress
+from ._models import (
+    TABLES,
+    ModelSpec,
+    ModelTable,
+    Option,
+    non_negative_float,
+    positive_float,
+    positive_int,
+)
 
-RANK_MODELS = {
-    "pl-vi": "Plackett-Luce with features, Gaussian posterior by variational inference (default)",
-    "pl-map": "Plackett-Luce with features, MAP (conditional logit)",
-    "pl-mm": "Plackett-Luce without features, Hunter's MM (ML or Gamma-prior MAP)",
-    "pl-gibbs": "Plackett-Luce without features, Caron-Doucet Gibbs sampler",
-}
+_MODELS = "crowdbayes.models.plackett_luce"
+
+RANK = ModelTable(
+    "rank",
+    [
+        ModelSpec(
+            "pl-vi",
+            f"{_MODELS}:PlackettLuceVI",
+            "Plackett-Luce with features, Gaussian posterior by variational inference",
+            ("--eta", "--method"),
+            cli_defaults={"eta": "auto"},
+        ),
+        ModelSpec(
+            "pl-map",
+            f"{_MODELS}:PlackettLuceMAP",
+            "Plackett-Luce with features, MAP (conditional logit)",
+            ("--eta",),
+        ),
+        ModelSpec(
+            "pl-mm",
+            f"{_MODELS}:PlackettLuceMM",
+            "Plackett-Luce without features, Hunter's MM (ML or Gamma-prior MAP)",
+            ("--shape", "--rate"),
+        ),
+        ModelSpec(
+            "pl-gibbs",
+            f"{_MODELS}:PlackettLuceGibbs",
+            "Plackett-Luce without features, Caron-Doucet Gibbs sampler",
+            ("--shape", "--rate", "--samples"),
+        ),
+    ],
+    [
+        Option(
+            "--eta",
+            "eta",
+            "prior precision: a number (pl-vi also 'auto', its default: chosen by the bound)",
+            positive_float("--eta", words=("auto",)),
+        ),
+        Option(
+            "--method",
+            "method",
+            "Algorithm 1's bound (default) or the calibrated exact-ELBO Gaussian",
+            choices=("bound", "gaussian"),
+        ),
+        Option("--shape", "shape", "Gamma prior shape a", positive_float("--shape")),
+        Option("--rate", "rate", "Gamma prior rate b", non_negative_float("--rate")),
+        Option("--samples", "n_samples", "Gibbs draws per chain", positive_int("--samples")),
+    ],
+    default="pl-vi",
+)
+TABLES["rank"] = RANK
 
 
 def register(commands) -> None:
@@ -41,7 +89,7 @@ def register(commands) -> None:
         "fit",
         help="fit a Plackett-Luce model",
         formatter_class=argparse.RawDescriptionHelpFormatter,
-        epilog="models:\n" + "\n".join(f"  {k:<9} {v}" for k, v in RANK_MODELS.items()),
+        epilog=RANK.epilog(),
     )
     fit.add_argument("rankings", help="query,item,rank table (rank 1 = best; empty = unranked)")
     fit.add_argument(
@@ -50,24 +98,15 @@ def register(commands) -> None:
         help="RANKINGS is pairwise: left,right,label (label = the preferred item)",
     )
     fit.add_argument("--items", help="item features: an item column plus numeric columns")
-    fit.add_argument("--model", choices=list(RANK_MODELS), default="pl-vi")
     fit.add_argument("--save", help="write the fitted model here (.npz, safe format)")
     fit.add_argument("--out", help="write item scores, expected positions and top-k here")
-    fit.add_argument("--eta", default=None, help="prior precision (pl-vi: a number or 'auto')")
-    fit.add_argument(
-        "--method",
-        choices=["bound", "gaussian"],
-        help="pl-vi: Algorithm 1's bound (default) or the calibrated exact-ELBO Gaussian",
-    )
     fit.add_argument("--top-k", type=int, default=10, help="size of the top set (default 10)")
-    fit.add_argument("--shape", type=float, help="Gamma prior shape a (pl-mm, pl-gibbs)")
-    fit.add_argument("--rate", type=float, help="Gamma prior rate b (pl-mm, pl-gibbs)")
-    fit.add_argument("--samples", type=int, help="Gibbs draws per chain (pl-gibbs)")
     fit.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     fit.add_argument("--query-column", default="query")
     fit.add_argument("--item-column", default="item")
     fit.add_argument("--rank-column", default="rank")
     fit.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None)
+    RANK.add_arguments(fit)
     fit.set_defaults(handler=_rank_fit)
 
     predict = actions.add_parser("predict", help="P(left beats right) from a saved model")
@@ -80,34 +119,7 @@ def register(commands) -> None:
 
 
 def _make_model(args: argparse.Namespace, progress: bool):
-    prior = {k: getattr(args, k) for k in ("shape", "rate") if getattr(args, k) is not None}
-    if args.model in ("pl-vi", "pl-map"):
-        if prior:
-            raise CommandError(f"--shape/--rate apply to pl-mm and pl-gibbs, not {args.model}")
-        eta = args.eta
-        if args.model == "pl-vi":
-            eta = "auto" if eta is None else eta
-            eta = eta if eta == "auto" else _positive(eta)
-            return PlackettLuceVI(eta=eta, method=args.method or "bound", progress=progress)
-        if args.method is not None:
-            raise CommandError("--method applies to pl-vi only")
-        return PlackettLuceMAP(eta=1.0 if eta is None else _positive(eta))
-    if args.eta is not None:
-        raise CommandError(f"--eta applies to pl-vi and pl-map, not {args.model}")
-    if args.model == "pl-mm":
-        return PlackettLuceMM(**prior, progress=progress)
-    options = {"n_samples": args.samples} if args.samples is not None else {}
-    return PlackettLuceGibbs(**prior, **options, random_state=args.seed, progress=progress)
-
-
-def _positive(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise CommandError(f"--eta must be a positive number or 'auto'; got {text!r}") from None
-    if not value > 0:
-        raise CommandError(f"--eta must be positive; got {text}")
-    return value
+    return RANK.make(args, random_state=args.seed, progress=progress)
 
 
 def _load_rankings(args: argparse.Namespace, needs_features: bool) -> Rankings:
@@ -169,7 +181,11 @@ def _summary(model, rankings: Rankings, table: pd.DataFrame, seconds: float, k: 
 
 
 def _rank_predict(args: argparse.Namespace) -> None:
-    model = load_model(args.model)
+    model = load(args.model)
+    if not isinstance(model, PlackettLuceModel):
+        raise CommandError(
+            f"{args.model} holds a {type(model).__name__} model, not a ranking model"
+        )
     pairs = read_table(args.pairs, what="pairs", id_columns=("left", "right"))
     for column in ("left", "right"):
         if column not in pairs.columns:

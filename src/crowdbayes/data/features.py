@@ -8,12 +8,14 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from ._io import TableLike, read_table
-from ._validate import show_values
+from ..persistence import persistable
+from .io import TableLike, read_table
+from .validate import show_values
 
 __all__ = ["FeatureTable", "read_features"]
 
 
+@persistable
 @dataclass(frozen=True)
 class FeatureTable:
     """Validated features: ``values[k]`` is the feature vector of ``ids[k]``.

@@ -11,7 +11,7 @@ import pandas as pd
 import scipy.sparse as sp
 
 from ..exceptions import DataWarning
-from ._io import TableLike, read_table
+from .io import TableLike, read_table
 
 __all__ = ["Labels", "LabelBlock"]
 
@@ -343,7 +343,7 @@ class Labels(LabelBlock):
         ``i`` being this table's task ``task_positions[i]``; worker and class codes are kept.
 
         The sufficient statistics of the label models add over such partitions (see
-        :mod:`crowdbayes.models.labels._stats`).
+        :mod:`crowdbayes.inference.statistics`).
         """
         if not 1 <= n_blocks <= self.n_tasks:
             raise ValueError(f"n_blocks must be between 1 and {self.n_tasks}; got {n_blocks}")

@@ -13,9 +13,9 @@ from functools import cached_property
 import numpy as np
 import pandas as pd
 
-from ._io import TableLike, read_table
-from ._validate import reject_missing, require_columns, show_id, show_values
 from .features import FeatureTable, read_features
+from .io import TableLike, read_table
+from .validate import reject_missing, require_columns, show_id, show_values
 
 __all__ = ["Rankings", "as_rankings"]
 

@@ -32,7 +32,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..data._io import write_atomically
+from ..data.io import write_atomically
 
 __all__ = [
     "CACHE_ENV_VAR",

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..data._io import read_table
+from ..data.io import read_table
 from ..data.labels import Labels
 
 __all__ = ["DATA_ENV_VAR", "LabelDataset", "data_root", "list_datasets", "load_labels"]

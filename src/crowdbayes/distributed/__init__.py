@@ -4,7 +4,7 @@ results as in memory.
 Needs the ``dask`` extra (``pip install 'crowdbayes[dask]'``); ``import crowdbayes`` never
 imports Dask. See :func:`fit_distributed`, :func:`fit_rankings_distributed` (PlackettLuceVI),
 :func:`fit_links_distributed` (LinkClustering's VB), and
-:mod:`crowdbayes.models.labels._stats` for the sufficient-statistics interface that makes one
+:mod:`crowdbayes.inference.statistics` for the sufficient-statistics interface that makes one
 model serve both backends.
 """
 
@@ -12,6 +12,7 @@ from __future__ import annotations
 
 try:
     import dask  # noqa: F401
+
     import distributed  # noqa: F401
 except ImportError as err:  # pragma: no cover - depends on the environment
     raise ImportError("crowdbayes.distributed needs Dask: pip install 'crowdbayes[dask]'") from err

@@ -13,9 +13,11 @@ from pathlib import Path
 
 import pandas as pd
 from dask import delayed
+
 from distributed import Client, LocalCluster
 
-from ..models.labels._stats import StatsLabelModel, add_stats, iterate_statistics
+from ..inference.statistics import add_stats, iterate_statistics
+from ..models.labels.statistics import StatsLabelModel
 from ._partitions import (
     Columns,
     EncodedPartition,

@@ -3,7 +3,7 @@ r"""The VB of :class:`~crowdbayes.models.clustering.LinkClustering` on a Dask cl
 The links are partitioned as they come (no shuffle: a link needs nothing but itself and q(z)).
 The client holds q(z) (n_items × K, small next to the links) and the globals q(π), q(α), q(β);
 the workers hold the links, encoded, in the fit's internal item order and merged into a few
-pieces (:class:`~crowdbayes.models.clustering.link_vb.LinkGraph`, by default one per worker
+pieces (:class:`~crowdbayes.models.clustering.link_graph.LinkGraph`, by default one per worker
 thread: each piece costs a task per colour class). One VB sweep of
 :func:`~crowdbayes.models.clustering.link_vb.iterate_link_vb` is then
 
@@ -26,22 +26,21 @@ from collections.abc import Callable
 import numpy as np
 import pandas as pd
 from dask import delayed
+
 from distributed import Client
 
-from .._utils import as_generator, spawn_generators
+from .._utils import spawn_generators
 from ..data.links import Links
+from ..inference.statistics import add_stats
+from ..models.clustering import LinkClustering
+from ..models.clustering.link_graph import LinkGraph, colour_order, greedy_colouring
 from ..models.clustering.link_vb import (
-    LinkClustering,
     LinkGlobals,
-    LinkGraph,
-    colour_order,
-    greedy_colouring,
     iterate_link_vb,
     link_local_stats,
     link_messages,
     link_weights,
 )
-from ..models.labels._stats import add_stats
 from ._fit import _compute, _share, cluster_client
 from ._partitions import parquet_files
 
@@ -325,7 +324,7 @@ def fit_links_distributed(
     """
     if not isinstance(model, LinkClustering):
         raise TypeError(f"fit_links_distributed fits LinkClustering; got {type(model).__name__}")
-    model._check_params()
+    model.check_params()
     if not isinstance(init, pd.Series):
         raise TypeError(f"init must be a pandas Series indexed by item; got {type(init)}")
     columns = {"worker": worker, "left": left, "right": right, "label": label}
@@ -380,7 +379,7 @@ def fit_links_distributed(
         worker_links = sum(client.gather(client.map(_worker_counts, graphs, pure=False)))
         ids = items[order]
         start = model._initial_resp(init, ids, priors[0].size)
-        rng = spawn_generators(as_generator(model.random_state), 1)[0]
+        rng = spawn_generators(model.random_generator(), 1)[0]
         state, run = iterate_link_vb(
             start(rng),
             priors,

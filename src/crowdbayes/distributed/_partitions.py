@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from ..data.labels import LabelBlock, _show
-from ..models.labels._stats import LabelIds
+from ..models.labels.statistics import LabelIds
 
 __all__ = [
     "Columns",

@@ -16,11 +16,12 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 from dask import delayed
+
 from distributed import Client
 
 from ..data.features import FeatureTable, read_features
 from ..data.rankings import Rankings
-from ..models.labels._stats import add_stats
+from ..inference.statistics import add_stats
 from ..models.plackett_luce.vi import (
     BoundPartition,
     BoundPrior,

@@ -13,7 +13,8 @@ with respect to ``log l_d`` is ``K ⊙ M_d`` with a per-dimension multiplier ``M
 - RBF: ``k_d = exp(-s² / 2)``, ``s = r_d / l_d``, ``M_d = s²``.
 
 Gradients are taken with respect to log length-scales, the natural unconstrained parameters
-for L-BFGS-B.
+for L-BFGS-B. The three kernels are stored in model files (:mod:`crowdbayes.persistence`); a
+custom :class:`Kernel` subclass is stored only if it is decorated with ``@persistable``.
 """
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ from abc import ABC, abstractmethod
 
 import numpy as np
 from scipy.spatial.distance import cdist
+
+from ..persistence import persistable
 
 __all__ = ["Kernel", "Matern32", "RBF", "Independent", "make_kernel"]
 
@@ -166,6 +169,7 @@ class _ProductKernel(Kernel):
         return grad.sum(keepdims=True) if len(self.lengthscale) == 1 else grad
 
 
+@persistable
 class Matern32(_ProductKernel):
     """Matérn-3/2 product kernel ``σ² Π_d (1 + √3 r_d/l_d) exp(-√3 r_d/l_d)``.
 
@@ -186,6 +190,7 @@ class Matern32(_ProductKernel):
         return u * u / (1.0 + u)
 
 
+@persistable
 class RBF(_ProductKernel):
     """Squared-exponential (RBF) kernel with ARD length-scales,
     ``σ² exp(-½ Σ_d r_d² / l_d²)`` (Rasmussen & Williams, 2006, Eq. 5.1)."""
@@ -204,6 +209,7 @@ class RBF(_ProductKernel):
         return self.variance * np.exp(-0.5 * cdist(Xs, Ys, "sqeuclidean"))
 
 
+@persistable
 class Independent(Kernel):
     """``k(x, x') = σ²`` if ``x == x'`` (every coordinate) else 0.
 
@@ -241,22 +247,3 @@ def make_kernel(name: str | Kernel, lengthscale: float | np.ndarray, variance: f
     if key not in _KERNELS:
         raise ValueError(f"kernel must be one of {sorted(_KERNELS)} or a Kernel; got {name!r}")
     return _KERNELS[key](lengthscale, variance)
-
-
-#: kernels the safe model format can store (by class name)
-SAVED_KERNELS = ("Matern32", "RBF", "Independent")
-
-
-def kernel_name(kernel: Kernel) -> str:
-    """The name under which ``kernel`` is saved; custom kernels cannot be stored safely."""
-    name = type(kernel).__name__
-    if name not in SAVED_KERNELS:
-        raise TypeError(f"save: cannot store a custom kernel ({name}); use one of {SAVED_KERNELS}")
-    return name
-
-
-def kernel_from_saved(name: str, lengthscale: np.ndarray, variance: float) -> Kernel:
-    """Rebuild a kernel saved under ``name`` (see :func:`kernel_name`)."""
-    if name == "Independent":
-        return Independent(variance)
-    return make_kernel(name.lower(), lengthscale, variance)

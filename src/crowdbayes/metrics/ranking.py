@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 from scipy.stats import kendalltau, rankdata
 
-from ..data._validate import show_values as _show
+from ..data.validate import show_values as _show
 
 __all__ = [
     "kendall_tau",

@@ -3,9 +3,14 @@
 ``LinkClustering`` (links only, numpy) is imported eagerly. ``SCDC`` and ``BayesSCDC`` (PyTorch,
 the ``crowdbayes[deep]`` extra) live in :mod:`crowdbayes.models.clustering.deep` and are loaded
 on first access, so ``import crowdbayes`` never imports torch.
+
+Modules: :mod:`.link_clustering` (the estimator), :mod:`.link_graph` (the signed link graph in
+the order of the sweeps), :mod:`.link_vb` (the VB as sums over links, the interface that
+:mod:`crowdbayes.distributed` maps over partitions), :mod:`.link_search` (the hard-partition
+searches that start and polish the VB), :mod:`.deep` (SCDC, BayesSCDC).
 """
 
-from .link_vb import LinkClustering
+from .link_clustering import LinkClustering
 
 __all__ = ["LinkClustering", "SCDC", "BayesSCDC"]
 

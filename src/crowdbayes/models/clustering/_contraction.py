@@ -1,6 +1,6 @@
 r"""Hard starting partitions from signed pairwise weights: contraction, then colouring.
 
-Used to start :class:`~crowdbayes.models.clustering.link_vb.LinkClustering`, where every link
+Used to start :class:`~crowdbayes.models.clustering.LinkClustering`, where every link
 ``l = (i, j)`` carries a weight :math:`w_l` (positive for a must-link, negative for a
 cannot-link: the log-odds of the two-coin model at the starting accuracies). The hard version
 of the VB objective is :math:`\sum_l w_l [z_i = z_j] + \sum_i \log\pi_{z_i}`.

@@ -17,7 +17,7 @@ direction ``a_k = e_{l_k} - e_{r_k}``, and
 the chain rule ``p(D_u) = Π_k p(y_k | y_{<k})`` with Gaussian beliefs. The rank-one update with
 ``c = S a``, ``v = aᵀ S a`` and tilted moments ``(m̂, v̂)`` of the difference is
 ``m ← m + c (m̂ - aᵀm)/v``, ``S ← S - c cᵀ (v - v̂)/v²``. The moments come from the shared
-probit likelihood (:func:`~crowdbayes.models.gp_preference._likelihood.tilted_moments`), so
+probit likelihood (:func:`~crowdbayes.gp.tilted_moments`), so
 repeated pairs and ties are handled as in EP. All candidate communities are filtered at once
 (a leading batch axis): the cost for one user is ``O(C P s²)`` for ``C`` communities, ``P``
 pairs and ``s`` items.
@@ -27,8 +27,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..gp_preference import PairCounts
-from ..gp_preference._likelihood import _probit_terms, tilted_moments
+from ...gp import PairCounts, probit_terms, tilted_moments
 
 __all__ = ["adf_log_evidence", "adf_filter"]
 
@@ -73,7 +72,7 @@ def adf_filter(
             # one win or loss: the closed form of tilted_moments, without its dispatch
             sign = 1.0 if wins else -1.0
             scale = np.sqrt(alpha**2 + v)
-            log_z, r, curv = _probit_terms(sign * m / scale)
+            log_z, r, curv = probit_terms(sign * m / scale)
             m_hat = m + sign * v * r / scale
             v_hat = v - v * v * curv / scale**2
         else:

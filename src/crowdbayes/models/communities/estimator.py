@@ -2,32 +2,50 @@
 
 from __future__ import annotations
 
-import os
+import numbers
 import warnings
 from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
 
-from ..._persist import load_arrays, save_arrays
-from ..._utils import RandomState, as_generator, check_is_fitted, spawn_generators
-from ...data._validate import show_values
+from ..._utils import RandomState, spawn_generators
+from ...base import (
+    NON_NEGATIVE,
+    NON_NEGATIVE_INT,
+    POSITIVE,
+    POSITIVE_INT,
+    RANDOM_STATE,
+    Estimator,
+    Interval,
+    Options,
+    PositivePair,
+)
 from ...data.comparisons import Comparisons, as_comparisons
-from ...exceptions import ConvergenceWarning, DataWarning
+from ...data.validate import show_values
+from ...exceptions import ConvergenceWarning
+from ...gp import (
+    EP,
+    TIE_POLICIES,
+    InducingBasis,
+    LatentPosterior,
+    SparsePosterior,
+    choose_inducing,
+    kept_comparisons,
+    pair_probabilities,
+)
+from ...gp.prior import ITEM_PRIOR_CONSTRAINTS, item_inputs
 from ...inference import rhat
-from ...kernels import Independent, Kernel, kernel_from_saved, kernel_name
+from ...kernels import Kernel
 from ...linalg import safe_cholesky
-from ..gp_preference import GPPreferenceEP, LatentPosterior, pair_probabilities
 from ._crp import canonical_labels, co_membership, least_squares_partition
-from ._sparse import InducingBasis, SparsePosterior, choose_inducing
-from .sampler import SAMPLERS, SamplerSettings, UserData, fit_community, run_chain
+from .community import SamplerSettings, UserData, fit_community
+from .sampler import SAMPLERS, run_chain
 
 __all__ = ["CommunityPreferences", "communities_table"]
 
-_TIE_POLICIES = ("drop", "half")
 
-
-class CommunityPreferences:
+class CommunityPreferences(Estimator):
     """Community preferences: a Dirichlet-process mixture of GP preference functions
     (Abbasnejad, Sanner, Bonilla & Poupart, IJCAI 2013).
 
@@ -51,7 +69,8 @@ class CommunityPreferences:
     ----------
     kernel, lengthscale, output_scale, noise
         The GP prior and judgment noise, as in
-        :class:`~crowdbayes.models.gp_preference.GPPreferenceEP` (shared by all communities).
+        :class:`~crowdbayes.models.gp_preference.GPPreferenceEP` (shared by all communities;
+        :func:`crowdbayes.gp.make_item_kernel`).
     concentration : float
         CRP concentration ``λ`` (fixed), or its starting value with ``concentration_prior``.
     concentration_prior : (shape, rate), optional
@@ -76,13 +95,14 @@ class CommunityPreferences:
         communities merge or split; 0 for single-user Gibbs moves only.
     ties : {"drop", "half"}
         As in :class:`~crowdbayes.models.gp_preference.GPPreferenceEP`.
-    damping, ep_max_iter, ep_tol : settings of the EP runs inside the sampler.
+    damping, ep_max_iter, ep_tol : settings of the EP runs inside the sampler (the
+        :class:`~crowdbayes.gp.EP` strategy).
     n_inducing : int, optional
         For large item sets: run every community's EP on this many inducing items (chosen by
         farthest-point selection in feature space among the compared items) under the
-        projected-process / DTC prior ``Q = K_nm K_mm⁻¹ K_mn`` (:mod:`._sparse`), ``O(P M² +
-        M³)`` per EP sweep instead of ``O(N³)``. With every compared item inducing it equals
-        the exact EP. None (default): exact.
+        projected-process / DTC prior ``Q = K_nm K_mm⁻¹ K_mn`` (:mod:`crowdbayes.gp.sparse_ep`),
+        ``O(P M² + M³)`` per EP sweep instead of ``O(N³)``. With every compared item inducing
+        it equals the exact EP. None (default): exact.
     random_state : int, Generator or None
     progress : bool
         Show a progress bar over the sweeps of each chain.
@@ -107,8 +127,33 @@ class CommunityPreferences:
         kept draws per chain, or when it never varies).
     worker_ids_, item_ids_, kernel_, n_ties_dropped_, n_ep_unconverged_, history_
     n_split_merge_accepted_ : int
-        Accepted split–merge moves over all chains (None after :meth:`load`).
+        Accepted split–merge moves over all chains.
     """
+
+    parameter_constraints = {
+        **ITEM_PRIOR_CONSTRAINTS,
+        "output_scale": [POSITIVE],
+        "noise": [POSITIVE],
+        "concentration": [POSITIVE],
+        "concentration_prior": [PositivePair(), None],
+        "sampler": [Options(*SAMPLERS)],
+        "n_sweeps": [POSITIVE_INT],
+        "burn_in": [NON_NEGATIVE_INT],
+        "thin": [POSITIVE_INT],
+        "n_chains": [POSITIVE_INT],
+        "n_predictive": [POSITIVE_INT],
+        "init": [Options("sequential"), POSITIVE_INT],
+        "split_merge": [NON_NEGATIVE_INT],
+        "ties": [Options(*TIE_POLICIES)],
+        "damping": [Interval(numbers.Real, 0, 1, closed="right")],
+        "ep_max_iter": [POSITIVE_INT],
+        "ep_tol": [NON_NEGATIVE],
+        "n_inducing": [Interval(numbers.Integral, 2, None), None],
+        "random_state": list(RANDOM_STATE),
+        "progress": [bool],
+    }
+    #: the per-user data of the fit and the cache of community posteriors (rebuilt on demand)
+    _transient = ("_users", "_cache")
 
     def __init__(
         self,
@@ -158,42 +203,13 @@ class CommunityPreferences:
         self.progress = progress
 
     # ------------------------------------------------------------------ fitting
-    def _check_params(self) -> None:
-        name = type(self).__name__
-        if self.sampler not in SAMPLERS:
-            raise ValueError(f"{name}: sampler must be one of {SAMPLERS}; got {self.sampler!r}")
-        if self.ties not in _TIE_POLICIES:
-            raise ValueError(f"{name}: ties must be one of {_TIE_POLICIES}; got {self.ties!r}")
-        if self.init != "sequential" and (
-            not isinstance(self.init, (int, np.integer)) or self.init < 1
-        ):
+    def check_params(self) -> None:
+        """The parameter constraints, then ``burn_in < n_sweeps``."""
+        super().check_params()
+        if self.burn_in >= self.n_sweeps:
             raise ValueError(
-                f"{name}: init must be 'sequential' or a positive integer; got {self.init!r}"
-            )
-        for attr in ("n_sweeps", "thin", "n_chains", "n_predictive"):
-            value = getattr(self, attr)
-            if not isinstance(value, (int, np.integer)) or value < 1:
-                raise ValueError(f"{name}: {attr} must be a positive integer; got {value!r}")
-        if not isinstance(self.split_merge, (int, np.integer)) or self.split_merge < 0:
-            raise ValueError(
-                f"{name}: split_merge must be a non-negative integer; got {self.split_merge!r}"
-            )
-        if self.n_inducing is not None and (
-            not isinstance(self.n_inducing, (int, np.integer)) or self.n_inducing < 2
-        ):
-            raise ValueError(
-                f"{name}: n_inducing must be None or an integer ≥ 2; got {self.n_inducing!r}"
-            )
-        if not 0 <= self.burn_in < self.n_sweeps:
-            raise ValueError(
-                f"{name}: burn_in must be in [0, n_sweeps={self.n_sweeps}); got {self.burn_in}"
-            )
-        if not (np.isfinite(self.concentration) and self.concentration > 0):
-            raise ValueError(f"{name}: concentration must be positive; got {self.concentration}")
-        prior = self.concentration_prior
-        if prior is not None and (len(prior) != 2 or min(prior) <= 0):
-            raise ValueError(
-                f"{name}: concentration_prior must be (shape, rate), both positive; got {prior!r}"
+                f"{type(self).__name__}: parameter 'burn_in' must be in [0, n_sweeps="
+                f"{self.n_sweeps}); got {self.burn_in}"
             )
 
     def fit(
@@ -202,7 +218,7 @@ class CommunityPreferences:
         """Sample community memberships for the workers of ``comparisons`` (a
         :class:`~crowdbayes.data.Comparisons`, DataFrame or path; ``items`` the item feature
         table when passing a DataFrame or path)."""
-        self._check_params()
+        self.check_params()
         name = type(self).__name__
         self._prepare(comparisons, items)
         if self.n_inducing is not None and self.feature_names_ is None:
@@ -212,7 +228,7 @@ class CommunityPreferences:
             )
         settings = self._settings()
         chains = []
-        for i, rng in enumerate(spawn_generators(as_generator(self.random_state), self.n_chains)):
+        for i, rng in enumerate(spawn_generators(self.random_generator(), self.n_chains)):
             chains.append(
                 run_chain(
                     self._users,
@@ -248,40 +264,21 @@ class CommunityPreferences:
             predictive.append(np.vectorize(ids.get, otypes=[np.int64])(c.predictive))
         self._predictive = np.concatenate(predictive)
         self._pred_lam = np.concatenate([c.predictive_concentration for c in chains])
-        self._summarise(partition_sites=None)
+        self._summarise()
         return self
 
     def _prepare(self, comparisons, items) -> None:
         """The sampler's inputs from the data (worker and item codes, each user's comparisons,
         the kernel); no sampling."""
-        name = type(self).__name__
         data = as_comparisons(comparisons, items=items)
-        keep = np.ones(data.n_comparisons, dtype=bool)
-        self.n_ties_dropped_ = 0
-        if self.ties == "drop" and data.n_ties:
-            keep = data.outcome != 0
-            if not keep.any():
-                raise ValueError(
-                    f"{name}: all {data.n_ties} comparisons are ties; pass ties='half' to use them"
-                )
-            self.n_ties_dropped_ = data.n_ties
-            warnings.warn(
-                f"{name}: dropped {data.n_ties} tie(s) of {data.n_comparisons} comparisons "
-                "(pass ties='half' to count a tie as half a win each)",
-                DataWarning,
-                stacklevel=3,
-            )
+        keep, self.n_ties_dropped_ = kept_comparisons(data, self.ties, type(self).__name__, 3)
         user_codes, users = pd.factorize(data.worker_codes[keep], sort=True)
         self.worker_ids_ = data.worker_ids[users]
         train = np.unique(np.concatenate([data.left_codes[keep], data.right_codes[keep]]))
         self.item_ids_, self.feature_names_, self._train = data.item_ids, data.feature_names, train
-        if data.has_features:
-            self._X = data.X
-            base = GPPreferenceEP(self.kernel, self.lengthscale, self.output_scale)
-            self.kernel_ = base._make_kernel(data.X[train])
-        else:
-            self._X = np.arange(data.n_items, dtype=np.float64)[:, None]
-            self.kernel_ = Independent(self.output_scale)
+        self._X, self.kernel_ = item_inputs(
+            data, self.kernel, self.lengthscale, train, self.output_scale
+        )
         self._users = UserData.build(
             user_codes,
             np.searchsorted(train, data.left_codes[keep]),
@@ -295,7 +292,7 @@ class CommunityPreferences:
     def _settings(self, sampler: str | None = None) -> SamplerSettings:
         X = self._X[self._train]
         basis = None
-        if getattr(self, "n_inducing", None) is None:
+        if self.n_inducing is None:
             K = self.kernel_(X)
             chol = safe_cholesky(K, what=f"{type(self).__name__}: prior covariance")
         else:
@@ -307,9 +304,7 @@ class CommunityPreferences:
             chol=chol,
             basis=basis,
             noise=self.noise,
-            damping=self.damping,
-            ep_max_iter=self.ep_max_iter,
-            ep_tol=self.ep_tol,
+            ep=EP(damping=self.damping, max_iter=self.ep_max_iter, tol=self.ep_tol),
             sampler=sampler or self.sampler,
             concentration=self.concentration,
             concentration_prior=self.concentration_prior,
@@ -318,8 +313,9 @@ class CommunityPreferences:
         )
 
     # ------------------------------------------------------------------ summaries
-    def _summarise(self, partition_sites: list | None) -> None:
-        """Posterior summaries from the stored draws (after fit and after load)."""
+    def _summarise(self) -> None:
+        """Posterior summaries from the stored draws, and each community of the point
+        partition refitted for ``community_utility_``."""
         workers = self.worker_ids_
         co = co_membership(self._memberships)
         self.co_membership_ = pd.DataFrame(co, index=workers, columns=workers)
@@ -344,18 +340,13 @@ class CommunityPreferences:
         self.rhat_n_communities_ = (
             float(rhat(self._n_comm)) if self._n_comm.shape[1] >= 4 else float("nan")
         )
-        self._cache: dict[int, LatentPosterior] = {}
+        self._cache = {}
         settings = self._settings("blocked")
         self._chol, self._basis = settings.chol, settings.basis
-        if partition_sites is None:
-            partition_sites = []
-            for c in range(partition.max() + 1):
-                fitted = fit_community(self._users, np.flatnonzero(partition == c), settings)
-                pairs = fitted.pairs
-                partition_sites.append((pairs.left, pairs.right, fitted.tau, fitted.nu))
-        self._partition_sites = partition_sites
         frames = []
-        for sites in partition_sites:
+        for c in range(partition.max() + 1):
+            fitted = fit_community(self._users, np.flatnonzero(partition == c), settings)
+            sites = (fitted.pairs.left, fitted.pairs.right, fitted.tau, fitted.nu)
             mean, var = self._posterior(sites).predict(
                 self.kernel_(self._X[self._train], self._X), self.kernel_.diag(self._X)
             )
@@ -371,9 +362,10 @@ class CommunityPreferences:
         return LatentPosterior(self._chol, left, right, tau, linear=nu)
 
     def _version_posterior(self, version: int) -> LatentPosterior:
-        if version not in self._cache:
-            self._cache[version] = self._posterior(self._versions[version])
-        return self._cache[version]
+        cache = self.__dict__.setdefault("_cache", {})  # not saved: rebuilt after load
+        if version not in cache:
+            cache[version] = self._posterior(self._versions[version])
+        return cache[version]
 
     # ------------------------------------------------------------------ prediction
     def _item_rows(self, ids: pd.Index, what: str) -> np.ndarray:
@@ -402,7 +394,7 @@ class CommunityPreferences:
         new worker (the CRP predictive: community ``c`` with weight ``n_c / (U + λ)``, a new
         community, i.e. ``½``, with weight ``λ / (U + λ)``).
         """
-        check_is_fitted(self, "partition_")
+        self.check_is_fitted()
         left, right = pd.Index(list(left)), pd.Index(list(right))
         if len(left) != len(right):
             raise ValueError(f"predict_proba: {len(left)} left and {len(right)} right items")
@@ -443,91 +435,13 @@ class CommunityPreferences:
         index = pd.MultiIndex.from_arrays([left, right], names=["left", "right"])
         return pd.Series(p, index=index, name="p_left")
 
-    # ------------------------------------------------------------------ persistence
-    def save(self, path: str | os.PathLike) -> None:
-        """Write the fitted model to ``path`` (safe ``.npz`` format, no pickle): kernel, item
-        features, the sampled memberships, and the EP sites of the stored community posteriors,
-        from which :meth:`load` rebuilds every summary and prediction exactly."""
-        check_is_fitted(self, "partition_")
-        kernel = kernel_name(self.kernel_)
-        arrays = {
-            "item_ids": np.asarray(self.item_ids_),
-            "worker_ids": np.asarray(self.worker_ids_),
-            "X": self._X,
-            "train": self._train,
-            "lengthscale": np.asarray(getattr(self.kernel_, "lengthscale", [])),
-            "memberships": self._memberships,
-            "chain": self._chain,
-            "n_comm": self._n_comm,
-            "lam": self._lam,
-            "predictive": self._predictive,
-            "pred_lam": self._pred_lam,
-            "n_comparisons": self._n_comparisons,
-        }
-        for prefix, table in (("version", self._versions), ("partition", self._partition_sites)):
-            arrays[f"{prefix}_sizes"] = np.array([len(t[0]) for t in table], dtype=np.int64)
-            for j, part in enumerate(("left", "right", "tau", "nu")):
-                arrays[f"{prefix}_{part}"] = np.concatenate([t[j] for t in table])
-        if self.feature_names_ is not None:
-            arrays["feature_names"] = np.asarray(self.feature_names_, dtype=str)
-        meta = {
-            "kernel": kernel,
-            "variance": self.kernel_.variance,
-            "params": {
-                k: getattr(self, k)
-                for k in ("noise", "concentration", "sampler", "ties", "damping")
-                + ("ep_max_iter", "ep_tol", "n_sweeps", "burn_in", "thin", "n_chains", "init")
-                + ("split_merge", "n_predictive", "n_inducing")
-            },
-            "concentration_prior": self.concentration_prior,
-            "n_ties_dropped": self.n_ties_dropped_,
-            "n_ep_unconverged": self.n_ep_unconverged_,
-        }
-        save_arrays(path, type(self).__name__, arrays, meta)
-
-    @classmethod
-    def load(cls, path: str | os.PathLike) -> CommunityPreferences:
-        """Read a model written by :meth:`save`."""
-        _, arrays, meta = load_arrays(path, cls.__name__)
-        kernel = kernel_from_saved(meta["kernel"], arrays["lengthscale"], meta["variance"])
-        prior = meta["concentration_prior"]
-        model = cls(kernel=kernel, concentration_prior=None if prior is None else tuple(prior))
-        for key, value in meta["params"].items():
-            setattr(model, key, value)
-        model.kernel_ = kernel
-        model.item_ids_ = pd.Index(arrays["item_ids"], name="item")
-        model.worker_ids_ = pd.Index(arrays["worker_ids"], name="worker")
-        names = arrays.get("feature_names")
-        model.feature_names_ = None if names is None else pd.Index(names.tolist())
-        model._X, model._train = arrays["X"], arrays["train"]
-        model._memberships, model._chain = arrays["memberships"], arrays["chain"]
-        model._n_comm, model._lam = arrays["n_comm"], arrays["lam"]
-        model._predictive, model._pred_lam = arrays["predictive"], arrays["pred_lam"]
-        model._n_comparisons = arrays["n_comparisons"]
-        tables = {}
-        for prefix in ("version", "partition"):
-            bounds = np.concatenate([[0], np.cumsum(arrays[f"{prefix}_sizes"])])
-            parts = [arrays[f"{prefix}_{p}"] for p in ("left", "right", "tau", "nu")]
-            tables[prefix] = [
-                tuple(part[a:b] for part in parts)
-                for a, b in zip(bounds[:-1], bounds[1:], strict=True)
-            ]
-        model._versions = tables["version"]
-        model.n_ties_dropped_ = meta["n_ties_dropped"]
-        model.n_ep_unconverged_ = meta["n_ep_unconverged"]
-        model.n_split_merge_accepted_ = None
-        model.history_ = []
-        model._users = None
-        model._summarise(partition_sites=tables["partition"])
-        return model
-
 
 def communities_table(model: CommunityPreferences) -> pd.DataFrame:
     """One row per worker, for the CLI's ``prefs communities``: the point-partition
     ``community``, its ``size``, ``confidence`` (the mean posterior co-membership with the
     other members of the community; for a singleton, the posterior probability of being
     alone) and the worker's ``n_comparisons`` (after dropped ties)."""
-    check_is_fitted(model, "partition_")
+    model.check_is_fitted()
     partition = model.partition_.to_numpy()
     co = model.co_membership_.to_numpy()
     sizes = np.bincount(partition)[partition]

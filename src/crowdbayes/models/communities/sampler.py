@@ -1,9 +1,9 @@
 """Gibbs sampling of community memberships with EP community posteriors inside.
 
 State of one chain: a community label ``z_u`` per user and, per community ``c``, the EP
-posterior ``q_c(f) = N(μ_c, Σ_c)`` of its utility given its members' comparisons (shared
-:func:`~crowdbayes.models.gp_preference.expectation_propagation`, one prior Cholesky factor
-for all communities). One sweep visits the users in random order and draws
+posterior ``q_c(f) = N(μ_c, Σ_c)`` of its utility given its members' comparisons
+(:mod:`.community`: the GP engine's EP, one prior Cholesky factor for all communities). One
+sweep visits the users in random order and draws
 
 .. math:: p(z_u = c | z_{-u}, D) ∝ n_c^{-u} \\, p(D_u | D_{c \\setminus u}),
    \\qquad p(z_u = \\text{new} | z_{-u}, D) ∝ λ \\, p(D_u | \\text{GP prior}),
@@ -24,8 +24,9 @@ user's comparisons (their Eq. 19). Two samplers:
     warm-started from their previous sites (matched by member). Cost per sweep:
     ``O(U C P s²)`` for ``U`` users with ``P`` comparisons on ``s`` items and ``C``
     communities, ``O(P N²)`` per user who moves, plus one warm EP (``O(N³)`` per EP
-    iteration, ``O(P M² + M³)`` with ``M`` inducing items, :mod:`._sparse`) per changed
-    community. The draws follow these approximate conditionals, not an exact Gibbs kernel.
+    iteration, ``O(P M² + M³)`` with ``M`` inducing items, :mod:`crowdbayes.gp.sparse_ep`)
+    per changed community. The draws follow these approximate conditionals, not an exact
+    Gibbs kernel.
 ``"collapsed"`` (exact with respect to the EP evidence, for small problems and checking)
     ``p(D_u | D_{c∖u}) = Z_EP(D_{c∖u} ∪ D_u) / Z_EP(D_{c∖u})``, the EP marginal likelihoods
     of the two member sets (memoised). This is a Gibbs sampler whose stationary distribution is
@@ -39,241 +40,27 @@ West, 1995; :func:`._crp.sample_concentration`).
 
 from __future__ import annotations
 
-import warnings
 from collections import OrderedDict
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 from scipy.special import gammaln
 
-from ...exceptions import ConvergenceWarning
 from ...inference.driver import run_iterations
-from ..gp_preference import LatentPosterior, PairCounts, expectation_propagation
-from ..gp_preference._likelihood import difference_scale
 from ._adf import adf_filter, adf_log_evidence
 from ._crp import sample_concentration
-from ._sparse import InducingBasis, sparse_ep
+from .community import (
+    Community,
+    SamplerSettings,
+    UserData,
+    fit_community,
+    remove_sites,
+    user_marginal,
+)
 
-__all__ = [
-    "SAMPLERS",
-    "UserData",
-    "Community",
-    "SamplerSettings",
-    "ChainResult",
-    "run_chain",
-    "fit_community",
-    "user_marginal",
-    "remove_sites",
-]
+__all__ = ["SAMPLERS", "ChainResult", "run_chain"]
 
 SAMPLERS = ("blocked", "collapsed")
-
-
-@dataclass(frozen=True)
-class UserData:
-    """Each user's comparisons on the codes ``0..n_items-1`` of the compared items.
-
-    ``start[u]:start[u+1]`` are user ``u``'s rows in ``left/right/outcome`` (ordered by user);
-    ``items[u]`` the items they compared; ``pairs[u]`` their comparisons one per entry
-    (oriented ``left < right``, a win, a loss or half of each for a tie) on local codes into
-    ``items[u]``, and ``global_pairs[u]`` the same on global codes. One EP site per comparison
-    keeps every user's sites their own (so they can be taken out of a community posterior
-    exactly) and a single win in closed form (no quadrature).
-    """
-
-    n_items: int
-    left: np.ndarray
-    right: np.ndarray
-    outcome: np.ndarray
-    start: np.ndarray
-    items: list[np.ndarray]
-    pairs: list[PairCounts]
-    global_pairs: list[PairCounts]
-
-    @classmethod
-    def build(cls, user, left, right, outcome, n_users: int, n_items: int) -> UserData:
-        order = np.argsort(user, kind="stable")
-        left, right, outcome = left[order], right[order], outcome[order]
-        start = np.concatenate([[0], np.cumsum(np.bincount(user, minlength=n_users))])
-        low, high = np.minimum(left, right), np.maximum(left, right)
-        seen = np.where(left == low, outcome, -outcome)
-        wins = (seen == 1) + 0.5 * (seen == 0)
-        losses = (seen == -1) + 0.5 * (seen == 0)
-        items, pairs, global_pairs = [], [], []
-        for u in range(n_users):
-            rows = slice(start[u], start[u + 1])
-            index = np.arange(start[u + 1] - start[u])
-            s_items = np.unique(np.concatenate([low[rows], high[rows]]))
-            items.append(s_items)
-            global_pairs.append(PairCounts(low[rows], high[rows], wins[rows], losses[rows], index))
-            pairs.append(
-                PairCounts(
-                    np.searchsorted(s_items, low[rows]),
-                    np.searchsorted(s_items, high[rows]),
-                    wins[rows],
-                    losses[rows],
-                    index,
-                )
-            )
-        return cls(n_items, left, right, outcome, start, items, pairs, global_pairs)
-
-    @property
-    def n_users(self) -> int:
-        return len(self.items)
-
-    def community_pairs(self, members) -> tuple[PairCounts, dict[int, tuple[int, int]]]:
-        """The members' comparisons one after the other (one EP site each), and each member's
-        slice of them."""
-        members = sorted(members)
-        parts = [self.global_pairs[u] for u in members]
-        ends = np.cumsum([p.n_pairs for p in parts])
-        offsets = {
-            u: (int(e - p.n_pairs), int(e)) for u, p, e in zip(members, parts, ends, strict=True)
-        }
-        first = np.concatenate([[0], ends[:-1]])
-        pairs = PairCounts(
-            *(np.concatenate([getattr(p, a) for p in parts]) for a in ("left", "right")),
-            *(np.concatenate([getattr(p, a) for p in parts]) for a in ("wins", "losses")),
-            np.concatenate([p.index + f for p, f in zip(parts, first, strict=True)]),
-        )
-        return pairs, offsets
-
-
-@dataclass
-class Community:
-    """A community's member set and its EP posterior (one site per member's comparison, the
-    member ``u``'s at ``offsets[u]``)."""
-
-    members: frozenset
-    pairs: PairCounts
-    offsets: dict[int, tuple[int, int]]
-    tau: np.ndarray
-    nu: np.ndarray
-    posterior: LatentPosterior
-    log_marginal: float
-    converged: bool
-    version: int = -1
-
-
-@dataclass
-class SamplerSettings:
-    """What every chain shares: the prior, the EP settings and the sampler's options."""
-
-    K: np.ndarray
-    chol: np.ndarray
-    noise: float
-    damping: float
-    ep_max_iter: int
-    ep_tol: float
-    sampler: str
-    concentration: float
-    concentration_prior: tuple[float, float] | None
-    init: str | int
-    split_merge: int = 2
-    memo_size: int = 2048
-    #: inducing items (:mod:`._sparse`): EP per community on ``M`` inducing values, ``K`` is
-    #: then the DTC prior ``Q = ΦᵀΦ`` and ``chol`` is unused
-    basis: InducingBasis | None = None
-
-    @property
-    def alpha(self) -> float:
-        return difference_scale(self.noise)
-
-    def prior_block(self, items: np.ndarray) -> np.ndarray:
-        """Prior covariance of the utilities of ``items`` (the new-community belief)."""
-        if self.basis is not None:
-            phi = self.basis.phi[:, items]
-            return phi.T @ phi
-        return self.K[np.ix_(items, items)]
-
-
-def fit_community(
-    data: UserData, members, settings: SamplerSettings, previous: Sequence[Community] = ()
-) -> Community:
-    """EP for the members' comparisons on the shared prior, warm-started from the sites the
-    members had in the ``previous`` communities (others start at zero)."""
-    pairs, offsets = data.community_pairs(members)
-    sites = None
-    if previous:
-        tau, nu = np.zeros(pairs.n_pairs), np.zeros(pairs.n_pairs)
-        for u, (a, b) in offsets.items():
-            for old in previous:
-                if u in old.offsets:
-                    c, d = old.offsets[u]
-                    tau[a:b], nu[a:b] = old.tau[c:d], old.nu[c:d]
-        sites = (tau, nu)
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always", ConvergenceWarning)
-        options = {
-            "noise": settings.noise,
-            "damping": settings.damping,
-            "max_iter": settings.ep_max_iter,
-            "tol": settings.ep_tol,
-            "sites": sites,
-        }
-        if settings.basis is not None:
-            result = sparse_ep(settings.basis, pairs, **options)
-        else:
-            result = expectation_propagation(settings.K, pairs, chol_prior=settings.chol, **options)
-    for warning in caught:
-        if not issubclass(warning.category, ConvergenceWarning):
-            warnings.warn_explicit(
-                warning.message, warning.category, warning.filename, warning.lineno
-            )
-    return Community(
-        frozenset(members),
-        pairs,
-        offsets,
-        result.site_precision,
-        result.site_linear,
-        result.posterior,
-        result.log_marginal,
-        result.converged,
-    )
-
-
-def user_marginal(data: UserData, community: Community, u: int) -> tuple[np.ndarray, np.ndarray]:
-    """Mean and covariance of the community posterior over user ``u``'s items, without ``u``'s
-    sites when ``u`` was a member at the community's last fit (the EP cavity of the user's
-    block of sites, so that ``p(D_u | D_{c∖u})`` does not count ``D_u`` twice).
-
-    Removing site precisions ``T`` and natural means ``ν_u`` on the user's differences ``A``
-    (Woodbury): ``Σ' = Σ + C T½ M⁻¹ T½ Cᵀ`` with ``C = Σ Aᵀ``, ``M = I - T½ A Σ Aᵀ T½``, and
-    ``μ' = μ + Σ' Aᵀ (T A μ - ν_u)``.
-    """
-    post = community.posterior
-    items = data.items[u]
-    if hasattr(post, "block"):  # inducing items: no N × N covariance
-        mean, cov = post.block(items)
-    else:
-        mean, cov = post.mean[items], post.cov[np.ix_(items, items)]
-    if u not in community.members:
-        return mean, cov
-    a, b = community.offsets[u]
-    return remove_sites(mean, cov, data.pairs[u], community.tau[a:b], community.nu[a:b])
-
-
-def remove_sites(
-    mean: np.ndarray, cov: np.ndarray, pairs: PairCounts, tau: np.ndarray, nu: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
-    """Divide the difference sites ``(τ, ν)`` on ``pairs`` (item codes into ``mean``) out of the
-    Gaussian ``N(mean, cov)``: the Woodbury update of :func:`user_marginal`. Exact whatever
-    else was multiplied into the Gaussian since the sites were; returns the input unchanged
-    when round-off makes the result improper."""
-    C = cov[:, pairs.left] - cov[:, pairs.right]
-    G = C[pairs.left] - C[pairs.right]
-    root = np.sqrt(tau)
-    M = np.eye(len(tau)) - root[:, None] * G * root[None, :]
-    try:
-        chol = np.linalg.cholesky(M)
-    except np.linalg.LinAlgError:
-        return mean, cov  # round-off made the cavity improper: keep the full posterior
-    R = np.linalg.solve(chol, root[:, None] * C.T)
-    cov = cov + R.T @ R
-    resid = tau * (mean[pairs.left] - mean[pairs.right]) - nu
-    mean = mean + (cov[:, pairs.left] - cov[:, pairs.right]) @ resid
-    return mean, cov
 
 
 @dataclass

@@ -1,68 +1,83 @@
-"""What every GP preference estimator shares: the item kernel from the length-scale setting,
-the resolution of item ids or feature tables into feature rows, and the length-scale summary.
+"""What every GP preference estimator shares: the parameter constraints of the item prior, the
+resolution of item ids or feature tables into input rows, and the length-scale summary.
 
-:class:`GPPreferenceBase` is mixed into :class:`~.estimator.GPPreferenceEP`,
-:class:`~.svi.GPPL` (and so :class:`~.vi.GPPLVI`, :class:`~.crowd.CrowdGPPL`) and
-:class:`~.laplace.GPPLLaplace`. It expects ``kernel``, ``lengthscale`` (hyperparameters) and,
-once fitted, ``item_ids_``, ``feature_names_``, ``kernel_`` and ``_X``.
+:class:`GPPreferenceBase` is the base of :class:`~.ep.GPPreferenceEP` and of the GPPL model
+(:class:`~._gppl.GPPLBase`, hence :class:`~.gppl.GPPL`, :class:`~.gppl.GPPLVI`,
+:class:`~.gppl.GPPLLaplace` and :class:`~.crowd.CrowdGPPL`). It expects ``kernel`` and
+``lengthscale`` parameters and, once fitted, ``item_ids_``, ``feature_names_``, ``kernel_``
+and ``_X`` (the input rows of every item).
 """
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
 
-from ..._utils import check_is_fitted
-from ...data._validate import show_values
-from ...kernels import Kernel, make_kernel, median_heuristic, scaled_median_heuristic
+from ...base import (
+    NON_NEGATIVE,
+    POSITIVE,
+    POSITIVE_INT,
+    RANDOM_STATE,
+    TOLERANCE,
+    Estimator,
+    Interval,
+    Options,
+)
+from ...data.comparisons import Comparisons
+from ...data.validate import show_values
+from ...gp import TIE_POLICIES
+from ...gp.prior import ITEM_PRIOR_CONSTRAINTS, item_inputs
+from ...kernels import Kernel
 
-__all__ = ["GPPreferenceBase", "make_item_kernel"]
-
-_HEURISTICS = {"median": median_heuristic, "scaled_median": scaled_median_heuristic}
-
-
-def make_item_kernel(
-    kernel: str | Kernel,
-    lengthscale: str | float | np.ndarray,
-    X: np.ndarray,
-    variance: float = 1.0,
-) -> Kernel:
-    """The kernel over feature rows ``X``: a :class:`Kernel` instance as given, else
-    ``make_kernel(kernel, ℓ, variance)`` with ``ℓ`` the per-feature median heuristic over
-    ``X`` (``"median"``), its ``20 √D`` scaled variant (``"scaled_median"``), or the given
-    number/array broadcast to one value per feature."""
-    if isinstance(kernel, Kernel):
-        return kernel
-    if isinstance(lengthscale, str):
-        if lengthscale not in _HEURISTICS:
-            raise ValueError(
-                f"lengthscale must be {' or '.join(map(repr, _HEURISTICS))}, a number or an "
-                f"array; got {lengthscale!r}"
-            )
-        ls = _HEURISTICS[lengthscale](X, random_state=0)
-    else:
-        ls = np.broadcast_to(np.asarray(lengthscale, dtype=np.float64), (X.shape[1],)).copy()
-    return make_kernel(kernel, ls, variance)
+__all__ = ["GPPreferenceBase"]
 
 
-class GPPreferenceBase:
+#: constraints of the parameters the GP preference estimators share, by name
+SHARED_CONSTRAINTS = {
+    **ITEM_PRIOR_CONSTRAINTS,
+    "output_scale": [POSITIVE],
+    "noise": [POSITIVE],
+    "ties": [Options(*TIE_POLICIES)],
+    "shape_s0": [POSITIVE],
+    "rate_s0": [POSITIVE],
+    "n_inducing": [POSITIVE_INT],
+    "batch_size": [POSITIVE_INT, None],
+    "forgetting_rate": [Interval(numbers.Real, 0, 1)],
+    "delay": [NON_NEGATIVE],
+    "n_inner": [POSITIVE_INT],
+    "max_iter": [POSITIVE_INT],
+    "tol": TOLERANCE,
+    "optimize_lengthscale": [bool],
+    "random_state": list(RANDOM_STATE),
+    "progress": [bool],
+}
+
+
+def constraints_of(*names: str, **more: list) -> dict[str, list]:
+    """The shared constraints of ``names`` plus ``more``: one estimator's table."""
+    return {**{name: SHARED_CONSTRAINTS[name] for name in names}, **more}
+
+
+class GPPreferenceBase(Estimator):
     """Shared item handling of the GP preference estimators (module docstring)."""
 
-    def _kernel_variance(self) -> float:
-        """Prior variance of the kernel built by :meth:`_make_kernel`: ``output_scale`` (EP),
-        else 1 (GPPL, whose scale is the inverse of the gamma-distributed ``s``)."""
-        return float(getattr(self, "output_scale", 1.0))
+    _abstract = True
 
-    def _make_kernel(self, X: np.ndarray) -> Kernel:
-        """The item kernel for the training feature rows ``X`` (:func:`make_item_kernel`)."""
-        return make_item_kernel(self.kernel, self.lengthscale, X, self._kernel_variance())
+    def _set_items(self, data: Comparisons, compared: np.ndarray, variance: float) -> Kernel:
+        """Set ``item_ids_``, ``feature_names_`` and the input rows ``_X`` of every item;
+        return the prior kernel over them (:func:`~crowdbayes.gp.prior.item_inputs`)."""
+        self.item_ids_ = data.item_ids
+        self.feature_names_ = data.feature_names
+        self._X, kernel = item_inputs(data, self.kernel, self.lengthscale, compared, variance)
+        return kernel
 
     @property
     def lengthscale_(self) -> pd.Series | None:
         """Length-scale of each feature (None without features or length-scales)."""
-        check_is_fitted(self, "kernel_")
+        self.check_is_fitted()
         ls = getattr(self.kernel_, "lengthscale", None)
         if ls is None or self.feature_names_ is None:
             return None
@@ -103,3 +118,19 @@ class GPPreferenceBase:
                 f"{show_values(ids[unknown].unique())}{hint}"
             )
         return ids, self._X[codes]
+
+    def _pair_items(
+        self, left: Sequence, right: Sequence, items: pd.DataFrame | None, what: str
+    ) -> tuple[pd.Index, pd.Index, np.ndarray, np.ndarray, np.ndarray]:
+        """``(left, right, X, li, ri)``: the pairs' ids, the input rows ``X`` of the distinct
+        items they name (known ids, or rows of ``items``) and each pair's two rows of ``X``."""
+        left, right = pd.Index(list(left)), pd.Index(list(right))
+        if len(left) != len(right):
+            raise ValueError(f"{what}: {len(left)} left and {len(right)} right items")
+        wanted = left.append(right).unique()
+        described = wanted.intersection(items.index, sort=False) if items is not None else []
+        ids, X = self._resolve(wanted.difference(described, sort=False), what)
+        if len(described):
+            ids_new, X_new = self._resolve(items.loc[described], what)
+            ids, X = ids.append(ids_new), np.vstack([X, X_new])
+        return left, right, X, ids.get_indexer(left), ids.get_indexer(right)

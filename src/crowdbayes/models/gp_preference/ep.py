@@ -1,279 +1,212 @@
-"""Expectation propagation for Gaussian-process preference learning.
-
-Model: utilities ``f ~ N(0, K)`` over N items; the comparisons of pair ``k`` = items
-``(l_k, r_k)`` have likelihood ``ℓ_k(d_k) = Φ(d_k/α)^{a_k} Φ(-d_k/α)^{b_k}`` of the difference
-``d_k = f_{l_k} - f_{r_k}`` (``α = √2 σ``; ``a_k``, ``b_k`` the wins of each side, ties half
-to each; see :mod:`._likelihood`). EP replaces every ``ℓ_k`` by an unnormalised Gaussian site
-on the difference,
-
-.. math:: \\tilde t_k(d) = e^{s_k} \\exp(-\\tfrac12 \\tilde τ_k d^2 + \\tilde ν_k d),
-
-which is the rank-one form of the two-dimensional sites of Abbasnejad et al. (2013, Eq. 3): the
-likelihood depends on ``(f_i, f_j)`` only through ``[1, -1]·(f_i, f_j)``, so the site covariance
-``Σ̃⁻¹`` of their Eqs. 5 and 15 is ``τ̃ 1₂`` and the moment matching of their Eqs. 6–15 reduces
-to one dimension. Each sweep (parallel EP; Minka, 2001; van Gerven et al., 2010):
-
-1. cavity of every site from the current posterior marginal ``N(d_k; m_k, v_k)``:
-   ``τ_{-k} = 1/v_k - τ̃_k``, ``ν_{-k} = m_k/v_k - ν̃_k`` (Abbasnejad Eqs. 6–8);
-2. tilted moments ``(Ẑ_k, m̂_k, v̂_k)`` of ``ℓ_k × cavity`` (Eqs. 9–14);
-3. new sites ``τ̃_k = 1/v̂_k - τ_{-k}``, ``ν̃_k = m̂_k/v̂_k - ν_{-k}`` (Eq. 15), damped:
-   ``θ ← (1 - δ) θ_old + δ θ_new``;
-4. the posterior ``Σ = (K⁻¹ + Aᵀ diag(τ̃) A)⁻¹``, ``μ = Σ Aᵀ ν̃`` (Eqs. 4–5).
-
-Sweeps stop when the largest relative change that moment matching asks of a site parameter
-(before damping) is below ``tol``.
-
-The EP estimate of the log marginal likelihood (Rasmussen & Williams, 2006, Eq. 3.65, written
-for difference sites in natural parameters) is
-
-.. math:: \\log Z_{EP} = Σ_k s_k - \\tfrac12 \\log|I + K W| + \\tfrac12 b^T μ,
-   \\qquad b = A^T \\tilde ν,
-
-with ``s_k = log Ẑ_k + ½ log(1 + v_{-k} τ̃_k) - (ν̃_k + m_{-k}/v_{-k})² / (2(1/v_{-k} + τ̃_k))
-+ m_{-k}² / (2 v_{-k})`` chosen so each site has the tilted distribution's mass.
-"""
+"""``GPPreferenceEP``: GP preference learning fitted by expectation propagation, the model of
+Chu & Ghahramani (2005) given the :class:`~crowdbayes.gp.EP` strategy of the GP engine."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import numbers
+from collections.abc import Sequence
 
 import numpy as np
-from scipy.special import ndtr
+import pandas as pd
 
-from ...inference.driver import run_iterations
-from ...linalg import triangular_solve
-from ._likelihood import PairCounts, difference_scale, tilted_moments
-from .posterior import LatentPosterior, prepare_problem
+from ...base import Interval
+from ...data.comparisons import Comparisons, as_comparisons
+from ...gp import EP, LatentPosterior, PairCounts, kept_comparisons, pair_probabilities
+from ...kernels import Kernel
+from ...linalg import safe_cholesky
+from ._base import GPPreferenceBase, constraints_of
 
-__all__ = [
-    "EPResult",
-    "expectation_propagation",
-    "ep_log_marginal",
-    "ep_gradient_weights",
-    "pair_probabilities",
-]
+__all__ = ["GPPreferenceEP"]
 
 
-@dataclass
-class EPResult:
-    """Output of :func:`expectation_propagation`.
+class GPPreferenceEP(GPPreferenceBase):
+    """Gaussian-process preference learning (Chu & Ghahramani, 2005) by expectation propagation.
 
-    ``site_precision`` and ``site_linear`` (``τ̃``, ``ν̃``, one per pair of ``PairCounts``) can be
-    passed back as ``sites=`` to warm-start a later run on the same pairs (e.g. new length-scales,
-    or a community whose members changed a little: map the sites by ``(left, right)``).
-    """
+    Each item has a latent utility ``f(x)`` with a GP prior ``f ~ GP(0, output_scale · k(x, x'))``
+    over its features ``x``; a comparison of items ``u, v`` prefers ``u`` with probability
+    ``Φ((f(u) - f(v)) / (√2 σ))`` (``σ = noise``). EP (Abbasnejad et al., 2013, Eqs. 1–15; see
+    :mod:`crowdbayes.gp.ep`) approximates the posterior of the utilities of
+    the compared items by a Gaussian; items nobody compared (rows of the item table, or new
+    feature rows) get the GP predictive distribution. Pooled over workers: every comparison is
+    treated as coming from the same preference function.
 
-    posterior: LatentPosterior
-    site_precision: np.ndarray
-    site_linear: np.ndarray
-    log_marginal: float
-    n_iter: int
-    converged: bool
-    history: list[float] = field(default_factory=list)
-
-
-def site_cavities(
-    posterior, left: np.ndarray, right: np.ndarray, tau: np.ndarray, nu: np.ndarray
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Cavity natural parameters ``(τ_{-k}, ν_{-k})`` and a mask of the valid (τ > 0) ones, for
-    any posterior with ``difference_moments(left, right)`` (exact or sparse)."""
-    m, v = posterior.difference_moments(left, right)
-    v = np.maximum(v, 1e-300)
-    cav_tau = 1.0 / v - tau
-    cav_nu = m / v - nu
-    return cav_tau, cav_nu, cav_tau > 1e-12 * (1.0 / v)
-
-
-def site_log_normalisers(
-    posterior, pairs: PairCounts, tau: np.ndarray, nu: np.ndarray, alpha: float
-) -> float:
-    """``Σ_k log s̃_k``: the sites' share of ``log Z_EP`` (see the module docstring); the
-    posterior adds its own ``−½ log|B| + ½ ν̃ᵀμ`` term."""
-    cav_tau, cav_nu, ok = site_cavities(posterior, pairs.left, pairs.right, tau, nu)
-    cav_tau = np.where(ok, cav_tau, 1e-300)
-    cav_var = 1.0 / cav_tau
-    cav_mean = cav_nu * cav_var
-    log_z, _, _ = tilted_moments(cav_mean, cav_var, pairs.wins, pairs.losses, alpha)
-    site_scale = (
-        log_z
-        + 0.5 * np.log1p(cav_var * tau)
-        - (nu + cav_nu) ** 2 / (2.0 * (cav_tau + tau))
-        + cav_nu * cav_mean / 2.0
-    )
-    return float(site_scale.sum())
-
-
-def ep_log_marginal(
-    posterior: LatentPosterior,
-    pairs: PairCounts,
-    tau: np.ndarray,
-    nu: np.ndarray,
-    alpha: float,
-) -> float:
-    """``log Z_EP`` for the given sites and their posterior (see the module docstring)."""
-    return (
-        site_log_normalisers(posterior, pairs, tau, nu, alpha)
-        - 0.5 * posterior.log_det_inner()
-        + 0.5 * posterior.linear_term @ posterior.mean
-    )
-
-
-def initial_sites(sites, n_pairs: int) -> tuple[np.ndarray, np.ndarray]:
-    """``(τ̃, ν̃)``: zeros (posterior = prior), or a validated copy of the given sites."""
-    if sites is None:
-        return np.zeros(n_pairs), np.zeros(n_pairs)
-    tau = np.array(sites[0], dtype=np.float64)
-    nu = np.array(sites[1], dtype=np.float64)
-    if tau.shape != (n_pairs,) or nu.shape != (n_pairs,) or (tau < 0).any():
-        raise ValueError(
-            f"sites: expected two arrays of shape ({n_pairs},) with non-negative precisions"
-        )
-    return tau, nu
-
-
-def parallel_ep(
-    make_posterior,
-    pairs: PairCounts,
-    tau: np.ndarray,
-    nu: np.ndarray,
-    *,
-    alpha: float,
-    damping: float,
-    max_iter: int,
-    tol: float,
-    progress: bool = False,
-    desc: str = "EP sweeps",
-    warn_name: str = "expectation propagation",
-):
-    """Parallel damped EP over the pairwise probit sites, for any Gaussian posterior family.
-
-    ``make_posterior(τ̃, ν̃)`` builds the posterior of the latent utilities given the site
-    parameters (exact: :class:`LatentPosterior`; inducing points: the communities' sparse
-    posterior). Each sweep takes every site's cavity, matches the moments of the tilted
-    distribution (:func:`tilted_moments`) and moves the site parameters a fraction ``damping``
-    toward the matched ones. The monitored change is the undamped relative distance to the
-    matched sites: zero exactly at a fixed point, and not shrunk by the damping.
-
-    Returns ``(posterior, τ̃, ν̃, result)`` with the driver's result (``n_iter``,
-    ``converged``, ``history``).
-    """
-    if not 0.0 < damping <= 1.0:
-        raise ValueError(f"damping must be in (0, 1]; got {damping}")
-    left, right = pairs.left, pairs.right
-    state = {"posterior": make_posterior(tau, nu), "tau": tau, "nu": nu}
-
-    def sweep(_: int) -> float:
-        tau, nu = state["tau"], state["nu"]
-        cav_tau, cav_nu, ok = site_cavities(state["posterior"], left, right, tau, nu)
-        cav_var = 1.0 / cav_tau[ok]
-        cav_mean = cav_nu[ok] * cav_var
-        _, hat_mean, hat_var = tilted_moments(
-            cav_mean, cav_var, pairs.wins[ok], pairs.losses[ok], alpha
-        )
-        # the tilted variance is below the cavity's; keep it positive against round-off
-        hat_var = np.maximum(hat_var, 1e-12 * cav_var)
-        new_tau = np.maximum(1.0 / hat_var - cav_tau[ok], 0.0)
-        new_nu = hat_mean / hat_var - cav_nu[ok]
-        tau_next, nu_next = tau.copy(), nu.copy()
-        tau_next[ok] = (1.0 - damping) * tau[ok] + damping * new_tau
-        nu_next[ok] = (1.0 - damping) * nu[ok] + damping * new_nu
-        change = max(
-            float(np.max(np.abs(new_tau - tau[ok]) / (1.0 + tau[ok]), initial=0.0)),
-            float(np.max(np.abs(new_nu - nu[ok]) / (1.0 + np.abs(nu[ok])), initial=0.0)),
-        )
-        state.update(tau=tau_next, nu=nu_next, posterior=make_posterior(tau_next, nu_next))
-        return change
-
-    result = run_iterations(
-        sweep,
-        max_iter=max_iter,
-        tol=tol,
-        monitor="change",
-        progress=progress,
-        desc=desc,
-        warn_name=warn_name,
-    )
-    return state["posterior"], state["tau"], state["nu"], result
-
-
-def expectation_propagation(
-    K: np.ndarray,
-    pairs: PairCounts,
-    *,
-    noise: float = 1.0,
-    damping: float = 0.5,
-    max_iter: int = 200,
-    tol: float = 1e-6,
-    sites: tuple[np.ndarray, np.ndarray] | None = None,
-    chol_prior: np.ndarray | None = None,
-    progress: bool = False,
-) -> EPResult:
-    """Parallel EP for the GP preference model on a prior covariance ``K``.
+    Without an item feature table the prior is independent per item (``N(0, output_scale)``,
+    the Bayesian Thurstone model), and only compared items can be predicted.
 
     Parameters
     ----------
-    K : ndarray (N, N)
-        Prior covariance of the utilities of the N items that ``pairs`` index.
-    pairs : PairCounts
-        The comparisons grouped by pair (:meth:`PairCounts.from_comparisons`); one site each.
+    kernel : {"matern32", "rbf"} or Kernel
+        Covariance over item features (product form, one length-scale per feature). A
+        :class:`~crowdbayes.kernels.Kernel` instance is used as given (``lengthscale`` and
+        ``output_scale`` are then ignored).
+    lengthscale : {"median", "scaled_median"}, float or array
+        Length-scales: the per-feature median heuristic over the compared items, its
+        ``20 √D`` scaled variant for high-dimensional features, or fixed values.
+    output_scale : float
+        Prior variance of the utilities.
     noise : float
-        Judgment noise sd ``σ``; the likelihood is ``Φ(y (f_l - f_r) / (√2 σ))``.
-    damping : float in (0, 1]
-        Fraction of each parallel site update applied (1: undamped).
-    max_iter, tol : sweeps and the site-change tolerance.
-    sites : (τ̃, ν̃), optional
-        Initial site parameters (warm start); default all zero (posterior = prior).
-    chol_prior : ndarray, optional
-        A precomputed lower Cholesky factor of ``K`` (e.g. cached per community).
+        Judgment noise sd ``σ`` (the likelihood scale is ``√2 σ``).
+    ties : {"drop", "half"}
+        Comparisons labelled ``"equal"``: dropped with a :class:`DataWarning` giving their count,
+        or kept with likelihood ``Φ(z)^½ Φ(-z)^½`` (half a win for each side).
+    damping, max_iter, tol : EP settings (the :class:`~crowdbayes.gp.EP` strategy; see
+        :func:`~crowdbayes.gp.expectation_propagation`).
+    optimize_lengthscale : bool
+        Maximise EP's log marginal likelihood over the log length-scales by L-BFGS-B
+        (type-II maximum likelihood / ARD), starting from ``lengthscale`` and staying within
+        a factor ``e⁵`` of it; analytic gradients (:meth:`~crowdbayes.gp.EP.maximise_evidence`),
+        EP warm-started from the previous sites at each evaluation.
+    progress : bool
+        Show a progress bar over EP sweeps.
+
+    Attributes
+    ----------
+    utility_ : DataFrame (items × [mean, sd])
+        Posterior of every item's utility, indexed by the user's item ids.
+    posterior_cov_ : DataFrame
+        Posterior covariance of the compared items' utilities.
+    log_marginal_likelihood_ : float
+        EP's estimate of ``log p(comparisons | hyperparameters)``.
+    lengthscale_ : Series or None
+        Length-scale of each feature.
+    site_precision_, site_linear_ : ndarray
+        EP's site parameters ``τ̃``, ``ν̃``, one per compared pair.
+    optimize_result_ : OptimizeResult
+        The length-scale search, with ``optimize_lengthscale`` (not saved by :meth:`save`).
+    n_ties_dropped_, n_iter_, converged_, history_ : fit diagnostics.
     """
-    alpha, L = prepare_problem(K, pairs, noise, chol_prior)
-    tau, nu = initial_sites(sites, len(pairs.left))
-    posterior, tau, nu, result = parallel_ep(
-        lambda tau, nu: LatentPosterior(L, pairs.left, pairs.right, tau, linear=nu),
-        pairs,
-        tau,
-        nu,
-        alpha=alpha,
-        damping=damping,
-        max_iter=max_iter,
-        tol=tol,
-        progress=progress,
+
+    parameter_constraints = constraints_of(
+        "kernel",
+        "lengthscale",
+        "output_scale",
+        "noise",
+        "ties",
+        "max_iter",
+        "tol",
+        "optimize_lengthscale",
+        "progress",
+        damping=[Interval(numbers.Real, 0, 1, closed="right")],
     )
-    return EPResult(
-        posterior=posterior,
-        site_precision=tau,
-        site_linear=nu,
-        log_marginal=ep_log_marginal(posterior, pairs, tau, nu, alpha),
-        n_iter=result.n_iter,
-        converged=result.converged,
-        history=result.history,
-    )
+    _transient = ("optimize_result_",)
 
+    def __init__(
+        self,
+        kernel: str | Kernel = "matern32",
+        lengthscale: str | float | np.ndarray = "median",
+        output_scale: float = 1.0,
+        noise: float = 1.0,
+        *,
+        ties: str = "drop",
+        damping: float = 0.5,
+        max_iter: int = 200,
+        tol: float = 1e-6,
+        optimize_lengthscale: bool = False,
+        progress: bool = False,
+    ) -> None:
+        self.kernel = kernel
+        self.lengthscale = lengthscale
+        self.output_scale = output_scale
+        self.noise = noise
+        self.ties = ties
+        self.damping = damping
+        self.max_iter = max_iter
+        self.tol = tol
+        self.optimize_lengthscale = optimize_lengthscale
+        self.progress = progress
 
-def ep_gradient_weights(posterior: LatentPosterior) -> np.ndarray:
-    """``G`` with ``∂ log Z_EP / ∂θ = Σ_ij G_ij ∂K_ij/∂θ`` at an EP fixed point.
+    # ------------------------------------------------------------------ fitting
+    def _inference(self) -> EP:
+        return EP(damping=self.damping, max_iter=self.max_iter, tol=self.tol)
 
-    At convergence ``log Z_EP`` is stationary in the site parameters, so only its explicit
-    dependence on ``K`` counts (Rasmussen & Williams, 2006, Eq. 5.27; Seeger, 2005):
-    ``G = ½ (γ γᵀ - R)`` with ``γ = K⁻¹ μ`` and ``R = K⁻¹ - K⁻¹ Σ K⁻¹ = (K + W⁻¹)⁻¹``. Pass
-    ``G`` to :meth:`~crowdbayes.kernels.Kernel.gradient_contract` for the length-scale
-    gradient; ``Σ_ij G_ij K_ij`` is the gradient in the log prior variance.
-    """
-    L, Lb = posterior.chol_prior, posterior.chol_inner
-    gamma = triangular_solve(L, posterior.whitened_mean, transpose=True)
-    L_inv = triangular_solve(L, np.eye(len(L)))
-    inner = triangular_solve(Lb, L_inv)
-    R = L_inv.T @ L_inv - inner.T @ inner
-    return 0.5 * (np.outer(gamma, gamma) - R)
+    def fit(
+        self, comparisons: Comparisons | pd.DataFrame, items: pd.DataFrame | None = None
+    ) -> GPPreferenceEP:
+        """Fit to comparisons (a :class:`~crowdbayes.data.Comparisons`, DataFrame or path);
+        ``items`` is the item feature table when passing a DataFrame or path."""
+        self.check_params()
+        name = type(self).__name__
+        data = as_comparisons(comparisons, items=items)
+        keep, self.n_ties_dropped_ = kept_comparisons(data, self.ties, name)
+        train = data.compared_items()
+        left = np.searchsorted(train, data.left_codes[keep])
+        right = np.searchsorted(train, data.right_codes[keep])
+        self.kernel_ = self._set_items(data, train, self.output_scale)
+        self._train = train
+        X_train = self._X[train]
+        pairs = PairCounts.from_comparisons(left, right, data.outcome[keep])
+        strategy = self._inference()
+        what = f"{name}: prior covariance"
+        sites = None
+        if self.optimize_lengthscale:
+            if not hasattr(self.kernel_, "with_lengthscale"):
+                raise ValueError(
+                    f"{name}: optimize_lengthscale needs item features and a kernel with "
+                    "length-scales"
+                )
+            self.kernel_, sites, self.optimize_result_ = strategy.maximise_evidence(
+                self.kernel_, X_train, pairs, noise=self.noise, what=what
+            )
+        K = self.kernel_(X_train)
+        result = strategy.run(
+            K,
+            pairs,
+            noise=self.noise,
+            sites=sites,
+            chol_prior=safe_cholesky(K, what=what),
+            progress=self.progress,
+        )
+        self.log_marginal_likelihood_ = result.log_marginal
+        self.n_iter_ = result.n_iter
+        self.converged_ = result.converged
+        self.history_ = result.history
+        self._left, self._right = pairs.left, pairs.right
+        self._posterior: LatentPosterior = result.posterior
+        self.site_precision_ = result.site_precision
+        self.site_linear_ = result.site_linear
+        train_ids = self.item_ids_[self._train]
+        self.posterior_cov_ = pd.DataFrame(result.posterior.cov, index=train_ids, columns=train_ids)
+        mean, var = self._predict(self._X)
+        self.utility_ = pd.DataFrame({"mean": mean, "sd": np.sqrt(var)}, index=self.item_ids_)
+        return self
 
+    # ------------------------------------------------------------------ prediction
+    def _predict(self, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Predictive mean and variance of the utility at feature rows ``X``."""
+        K_cross = self.kernel_(self._X[self._train], X)
+        return self._posterior.predict(K_cross, self.kernel_.diag(X))
 
-def pair_probabilities(
-    mean_diff: np.ndarray, var_diff: np.ndarray, noise: float = 1.0
-) -> np.ndarray:
-    """``P(left ≻ right) = Φ(E[d] / √(α² + Var[d]))`` under ``d ~ N(mean_diff, var_diff)``.
+    def predict_utility(self, items: Sequence | pd.DataFrame | None = None) -> pd.DataFrame:
+        """Posterior mean and sd of the utilities of ``items``.
 
-    The probit likelihood integrated over the Gaussian posterior of the difference (Rasmussen &
-    Williams, 2006, Eq. 3.82), so posterior uncertainty pulls probabilities toward ½.
-    """
-    alpha = difference_scale(noise)
-    return ndtr(np.asarray(mean_diff) / np.sqrt(alpha**2 + np.asarray(var_diff)))
+        ``items``: None (every item seen in fit), a list of known item ids, or a feature
+        DataFrame indexed by item id (new items get the GP predictive distribution).
+        """
+        self.check_is_fitted()
+        if items is None:
+            return self.utility_.copy()
+        ids, X = self._resolve(items, "predict_utility")
+        mean, var = self._predict(X)
+        return pd.DataFrame({"mean": mean, "sd": np.sqrt(var)}, index=ids)
+
+    def predict_proba(
+        self, left: Sequence, right: Sequence, items: pd.DataFrame | None = None
+    ) -> pd.Series:
+        """``P(left ≻ right)`` for each pair, integrating over the joint posterior of the two
+        utilities: ``Φ(E[f_l - f_r] / √(2σ² + Var[f_l - f_r]))``.
+
+        ``left``, ``right``: equally long sequences of item ids. Items not seen in fit need
+        their features in ``items`` (a DataFrame indexed by item id).
+        """
+        self.check_is_fitted()
+        left, right, X, li, ri = self._pair_items(left, right, items, "predict_proba")
+        K_cross = self.kernel_(self._X[self._train], X)
+        prior_var = (
+            self.kernel_.diag(X[li])
+            + self.kernel_.diag(X[ri])
+            - 2 * self.kernel_.paired(X[li], X[ri])
+        )
+        mean_d, var_d = self._posterior.predict(K_cross[:, li] - K_cross[:, ri], prior_var)
+        p = pair_probabilities(mean_d, var_d, self.noise)
+        index = pd.MultiIndex.from_arrays([left, right], names=["left", "right"])
+        return pd.Series(p, index=index, name="p_left")

@@ -1,11 +1,11 @@
 """Label aggregation: majority vote, Dawid–Skene (EM, VB), hierarchical annotation (Gibbs)."""
 
-from ._stats import StatsLabelModel, load_label_model
 from .bayesian_dawid_skene import BayesianDawidSkene
 from .community import CommunityDawidSkene
 from .dawid_skene import DawidSkene
 from .hierarchical import HierarchicalAnnotation
 from .majority_vote import MajorityVote
+from .statistics import LabelIds, StatsLabelModel
 
 __all__ = [
     "MajorityVote",
@@ -14,5 +14,5 @@ __all__ = [
     "CommunityDawidSkene",
     "HierarchicalAnnotation",
     "StatsLabelModel",
-    "load_label_model",
+    "LabelIds",
 ]

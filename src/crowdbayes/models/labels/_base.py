@@ -1,15 +1,16 @@
-"""The estimator contract shared by every label-aggregation model."""
+"""What every label-aggregation model shares: fit on :class:`~crowdbayes.Labels`, task and worker
+results indexed by the user's ids, and the gold-clamping and vote-share starting points."""
 
 from __future__ import annotations
 
-from abc import ABC, abstractmethod
+from abc import abstractmethod
 
 import numpy as np
 import pandas as pd
 
-from ..._utils import check_is_fitted
+from ...base import Estimator
 from ...data import Labels, as_labels
-from ...data._io import TableLike
+from ...data.io import TableLike
 
 __all__ = ["LabelModel", "clamp_gold", "vote_share_start"]
 
@@ -37,7 +38,7 @@ def vote_share_start(labels: Labels) -> np.ndarray:
     return resp
 
 
-class LabelModel(ABC):
+class LabelModel(Estimator):
     """Base class: ``fit(labels) -> self``; results in attributes ending in ``_``.
 
     Every model sets at least
@@ -50,11 +51,13 @@ class LabelModel(ABC):
     - ``n_iter_``, ``converged_`` and a history of the monitored objective.
     """
 
+    _abstract = True
     #: minimum number of distinct workers the model needs (worker models need two)
     min_workers = 2
 
     def fit(self, labels: Labels | TableLike) -> LabelModel:
         """Fit the model to ``labels`` (a :class:`~crowdbayes.Labels`, DataFrame or path)."""
+        self.check_params()
         labels = as_labels(labels)
         labels.require_workers(self.min_workers, type(self).__name__)
         self._fit(labels)
@@ -74,12 +77,12 @@ class LabelModel(ABC):
 
     def predict(self) -> pd.Series:
         """The fitted most probable class of each task."""
-        check_is_fitted(self, "labels_")
+        self.check_is_fitted()
         return self.labels_
 
     def predict_proba(self) -> pd.DataFrame:
         """The fitted posterior class probabilities of each task."""
-        check_is_fitted(self, "probas_")
+        self.check_is_fitted()
         return self.probas_
 
     # ------------------------------------------------------------------ result formatting
@@ -134,7 +137,7 @@ class LabelModel(ABC):
     def worker_table(self) -> pd.DataFrame:
         """Long table of every worker's confusion: worker, true, observed, mean (and sd, lower,
         upper for Bayesian models)."""
-        check_is_fitted(self, "confusion_")
+        self.check_is_fitted()
         table = self.confusion_.stack().rename("mean").to_frame()
         if hasattr(self, "confusion_sd_"):
             table["sd"] = self.confusion_sd_.stack()

@@ -20,11 +20,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..._math import softmax_classes
 from ...annotators import confusion_statistics, label_log_likelihood
 from ...data.labels import LabelBlock
+from ...inference.statistics import Globals, Stats
+from ...maths import softmax_classes
 from ._base import clamp_gold, vote_share_start
-from ._stats import Globals, Stats, StatsLabelModel
+from .statistics import StatsLabelModel
 
 __all__ = ["ConfusionStatsModel", "with_logs"]
 
@@ -41,6 +42,7 @@ class ConfusionStatsModel(StatsLabelModel):
     Subclasses put ``log_confusion`` (workers, K, K) and ``log_prevalence`` (K,) in their globals.
     """
 
+    _abstract = True
     needs_entropy = False
 
     def initial_stats(self, block: LabelBlock) -> Stats:

@@ -27,13 +27,6 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from ..._math import (
-    categorical_sample,
-    gumbel_max_sample,
-    log_dirichlet_sample,
-    log_normalize,
-    softmax_classes,
-)
 from ...annotators import confusion_statistics, label_log_likelihood
 from ...annotators.hierarchical import (
     alpha_to_row_hyperprior,
@@ -46,6 +39,13 @@ from ...data import Labels
 from ...inference import OnlineMoments
 from ...inference.relabel import best_permutation
 from ...inference.slice import slice_sample_coordinates
+from ...maths import (
+    categorical_sample,
+    gumbel_max_sample,
+    log_dirichlet_sample,
+    log_normalize,
+    softmax_classes,
+)
 from ._base import clamp_gold
 
 __all__ = ["GibbsSettings", "ChainState", "run_sweep"]

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import numpy as np
-from scipy import stats
 
-from ..._math import dirichlet_expected_log, dirichlet_kl
+from ...base import OPEN_UNIT, POSITIVE, POSITIVE_INT, TOLERANCE
+from ...inference.statistics import Globals, Stats
+from ...maths import dirichlet_expected_log, dirichlet_kl, dirichlet_marginal_summary
 from ._confusion import ConfusionStatsModel, with_logs
-from ._stats import Globals, Stats
 
 __all__ = ["BayesianDawidSkene", "confusion_prior"]
 
@@ -65,6 +65,15 @@ class BayesianDawidSkene(ConfusionStatsModel):
     multiple imperfect classifiers. (Variational IBCC.)
     """
 
+    parameter_constraints = {
+        "prior_diagonal": [POSITIVE],
+        "prior_off_diagonal": [POSITIVE],
+        "prior_prevalence": [POSITIVE],
+        "max_iter": [POSITIVE_INT],
+        "tol": TOLERANCE,
+        "credible_level": [OPEN_UNIT],
+        "progress": [bool],
+    }
     needs_entropy = True
     primary = ("alpha", "beta")
     history_name = "elbo_history_"
@@ -89,10 +98,6 @@ class BayesianDawidSkene(ConfusionStatsModel):
         self.progress = progress
 
     # ------------------------------------------------------------------ sufficient statistics
-    def check_params(self) -> None:
-        if min(self.prior_diagonal, self.prior_off_diagonal, self.prior_prevalence) <= 0:
-            raise ValueError("Dirichlet prior concentrations must be positive")
-
     def _priors(self, n_classes: int) -> tuple[np.ndarray, np.ndarray]:
         alpha = confusion_prior(n_classes, self.prior_diagonal, self.prior_off_diagonal)
         return alpha, np.full(n_classes, float(self.prior_prevalence))
@@ -132,19 +137,3 @@ class BayesianDawidSkene(ConfusionStatsModel):
         self._set_prevalence(ids, beta / beta.sum())
         self.confusion_posterior_ = self._confusion_frame(ids, alpha)
         self._set_confusion(ids, *dirichlet_marginal_summary(alpha, self.credible_level))
-
-
-def dirichlet_marginal_summary(concentration: np.ndarray, level: float):
-    """Mean, sd and central ``level`` interval of each cell of Dirichlet rows (last axis).
-
-    Each cell of a Dirichlet(a) row is Beta(a_x, Σa − a_x)-distributed, so the intervals are exact.
-    Returns ``(mean, sd, lower, upper, level)``.
-    """
-    total = concentration.sum(axis=-1, keepdims=True)
-    rest = total - concentration
-    mean = concentration / total
-    sd = np.sqrt(mean * (1 - mean) / (total + 1))
-    tail = (1 - level) / 2
-    lower = stats.beta.ppf(tail, concentration, rest)
-    upper = stats.beta.ppf(1 - tail, concentration, rest)
-    return mean, sd, lower, upper, level

@@ -5,11 +5,12 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..._math import beta_interval, softmax_classes
 from ...annotators import confusion_statistics, label_log_likelihood
 from ...annotators.hierarchical import dirichlet_multinomial_log_likelihoods, fit_dirichlet_rows
+from ...base import OPEN_UNIT, POSITIVE, POSITIVE_INT, TOLERANCE
 from ...data import Labels
 from ...inference import run_iterations
+from ...maths import beta_interval, softmax_classes
 from ._base import LabelModel, clamp_gold, vote_share_start
 
 __all__ = ["CommunityDawidSkene"]
@@ -70,6 +71,18 @@ class CommunityDawidSkene(LabelModel):
     Minka, T. (2000). Estimating a Dirichlet distribution.
     """
 
+    parameter_constraints = {
+        "n_communities": [POSITIVE_INT],
+        "prior_prevalence": [POSITIVE],
+        "max_prior_scale": [POSITIVE],
+        "initial_concentration": [POSITIVE],
+        "max_iter": [POSITIVE_INT],
+        "tol": TOLERANCE,
+        "prior_steps": [POSITIVE_INT],
+        "credible_level": [OPEN_UNIT],
+        "progress": [bool],
+    }
+
     def __init__(
         self,
         n_communities: int = 3,
@@ -92,18 +105,7 @@ class CommunityDawidSkene(LabelModel):
         self.credible_level = credible_level
         self.progress = progress
 
-    def _check_params(self) -> None:
-        if self.n_communities < 1:
-            raise ValueError(f"n_communities must be at least 1; got {self.n_communities}")
-        if min(self.prior_prevalence, self.max_prior_scale, self.initial_concentration) <= 0:
-            raise ValueError(
-                "prior_prevalence, max_prior_scale and initial_concentration must be positive"
-            )
-        if not 0 < self.credible_level < 1:
-            raise ValueError(f"credible_level must be in (0, 1); got {self.credible_level}")
-
     def _fit(self, labels: Labels) -> None:
-        self._check_params()
         n_classes, n_groups = labels.n_classes, self.n_communities
         cap = self.max_prior_scale * n_classes
         state = {"resp": vote_share_start(labels)}

@@ -4,15 +4,16 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..._math import safe_log
 from ...annotators import (
     full_confusion_log_prior,
     full_confusion_map,
     one_coin_log_prior,
     one_coin_map,
 )
+from ...base import NON_NEGATIVE, POSITIVE_INT, TOLERANCE
+from ...inference.statistics import Globals, Stats
+from ...maths import safe_log
 from ._confusion import ConfusionStatsModel, with_logs
-from ._stats import Globals, Stats
 
 __all__ = ["DawidSkene"]
 
@@ -33,7 +34,7 @@ class DawidSkene(ConfusionStatsModel):
     The E-step is per task and the M-step needs only the sums :math:`n_{jkx}` and
     :math:`\sum_i r_i`, so the fit is a map of :meth:`local_stats` over partitions of the tasks
     and a :meth:`global_update`; :mod:`crowdbayes.distributed` runs the same two functions on a
-    Dask cluster (see :mod:`crowdbayes.models.labels._stats`).
+    Dask cluster (see :mod:`crowdbayes.inference.statistics`).
 
     Parameters
     ----------
@@ -57,6 +58,14 @@ class DawidSkene(ConfusionStatsModel):
     using the EM algorithm. JRSS C 28(1).
     """
 
+    parameter_constraints = {
+        "max_iter": [POSITIVE_INT],
+        "tol": TOLERANCE,
+        "smoothing": [NON_NEGATIVE],
+        "prevalence_smoothing": [NON_NEGATIVE],
+        "one_coin": [bool],
+        "progress": [bool],
+    }
     primary = ("confusion", "prevalence")
     history_name = "log_posterior_history_"
     algorithm = "Dawid-Skene EM"
@@ -78,10 +87,6 @@ class DawidSkene(ConfusionStatsModel):
         self.progress = progress
 
     # ------------------------------------------------------------------ sufficient statistics
-    def check_params(self) -> None:
-        if self.smoothing < 0 or self.prevalence_smoothing < 0:
-            raise ValueError("smoothing and prevalence_smoothing must be non-negative")
-
     def global_update(self, stats: Stats) -> Globals:
         """M-step: MAP confusion rows and prevalence from the expected counts."""
         update_confusion = one_coin_map if self.one_coin else full_confusion_map

@@ -3,16 +3,26 @@
 from __future__ import annotations
 
 import warnings
+from numbers import Integral
 
 import numpy as np
 import pandas as pd
 
-from ..._math import beta_interval
-from ..._utils import RandomState, as_generator, spawn_generators
+from ..._utils import RandomState, spawn_generators
+from ...base import (
+    NON_NEGATIVE_INT,
+    OPEN_UNIT,
+    POSITIVE,
+    POSITIVE_INT,
+    RANDOM_STATE,
+    Interval,
+    Options,
+)
 from ...data import Labels
 from ...exceptions import ConvergenceWarning, DivergenceWarning
 from ...inference.diagnostics import ess_bulk, ess_tail, rhat, rhat_from_moments
 from ...inference.driver import run_iterations
+from ...maths import beta_interval
 from . import _gibbs
 from ._base import LabelModel
 from .bayesian_dawid_skene import BayesianDawidSkene, confusion_prior
@@ -95,6 +105,25 @@ class HierarchicalAnnotation(LabelModel):
     LingPipe blog post "Collapsed Gibbs Sampler for Hierarchical Annotation Model".
     """
 
+    parameter_constraints = {
+        "n_chains": [POSITIVE_INT],
+        "n_warmup": [NON_NEGATIVE_INT],
+        "n_samples": [Interval(Integral, 4, None)],
+        "sampler": [Options(*_SAMPLERS)],
+        "hyperprior": [Options(*_HYPERPRIORS)],
+        "prior_diagonal": [POSITIVE],
+        "prior_off_diagonal": [POSITIVE],
+        "prior_prevalence": [POSITIVE],
+        "scale_shape": [POSITIVE],
+        "scale_min": [POSITIVE],
+        "max_scale": [POSITIVE],
+        "credible_level": [OPEN_UNIT],
+        "keep_trace": [bool],
+        "init": [Options("majority", "vb")],
+        "random_state": RANDOM_STATE,
+        "progress": [bool],
+    }
+
     def __init__(
         self,
         n_chains: int = 4,
@@ -131,22 +160,7 @@ class HierarchicalAnnotation(LabelModel):
         self.random_state = random_state
         self.progress = progress
 
-    def _check_params(self) -> None:
-        if self.sampler not in _SAMPLERS:
-            raise ValueError(f"sampler must be one of {_SAMPLERS}; got {self.sampler!r}")
-        if self.hyperprior not in _HYPERPRIORS:
-            raise ValueError(f"hyperprior must be one of {_HYPERPRIORS}; got {self.hyperprior!r}")
-        if self.init not in ("vb", "majority"):
-            raise ValueError(f"init must be 'vb' or 'majority'; got {self.init!r}")
-        if self.n_chains < 1 or self.n_samples < 4 or self.n_warmup < 0:
-            raise ValueError("need n_chains >= 1, n_samples >= 4 and n_warmup >= 0")
-        if min(self.prior_diagonal, self.prior_off_diagonal, self.prior_prevalence) <= 0:
-            raise ValueError("prior concentrations must be positive")
-        if not 0 < self.credible_level < 1:
-            raise ValueError(f"credible_level must be in (0, 1); got {self.credible_level}")
-
     def _fit(self, labels: Labels) -> None:
-        self._check_params()
         settings = _gibbs.GibbsSettings(
             sampler=self.sampler,
             hyperprior=self.hyperprior,
@@ -159,7 +173,7 @@ class HierarchicalAnnotation(LabelModel):
             relabel=self.hyperprior != "fixed" and not labels.has_gold,
             keep_trace=self.keep_trace,
         )
-        rng = as_generator(self.random_state)
+        rng = self.random_generator()
         votes = labels.vote_counts()
         pivot = majority_classes(votes, "first", rng)
         known = labels.gold_codes >= 0

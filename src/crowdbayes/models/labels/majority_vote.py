@@ -6,8 +6,10 @@ import numpy as np
 
 from ..._utils import RandomState, as_generator
 from ...annotators import confusion_statistics, full_confusion_map
+from ...base import RANDOM_STATE, Options
 from ...data.labels import LabelBlock
-from ._stats import Globals, Stats, StatsLabelModel
+from ...inference.statistics import Globals, Stats
+from .statistics import StatsLabelModel
 
 __all__ = ["MajorityVote"]
 
@@ -33,6 +35,7 @@ class MajorityVote(StatsLabelModel):
     """
 
     min_workers = 1
+    parameter_constraints = {"ties": [Options(*_TIE_POLICIES)], "random_state": RANDOM_STATE}
 
     def __init__(self, ties: str = "random", random_state: RandomState = 0) -> None:
         self.ties = ties
@@ -41,10 +44,6 @@ class MajorityVote(StatsLabelModel):
     iterative = False
 
     # ------------------------------------------------------------------ sufficient statistics
-    def check_params(self) -> None:
-        if self.ties not in _TIE_POLICIES:
-            raise ValueError(f"ties must be one of {_TIE_POLICIES}; got {self.ties!r}")
-
     def start_globals(self) -> Globals:
         return {"random_state": self.random_state}
 

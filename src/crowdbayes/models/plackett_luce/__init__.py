@@ -6,7 +6,7 @@ estimate). Without features (one score per item): :class:`PlackettLuceMM` (Hunte
 Gamma prior) and :class:`PlackettLuceGibbs` (Caron & Doucet's Gibbs sampler).
 """
 
-from ._base import PlackettLuceModel, load_model
+from ._base import FeatureModel, ItemScoreModel, PlackettLuceModel
 from .featureless import PlackettLuceGibbs, PlackettLuceMM
 from .map import PlackettLuceMAP
 from .vi import PlackettLuceVI, variational_bound_fit
@@ -17,6 +17,7 @@ __all__ = [
     "PlackettLuceMM",
     "PlackettLuceGibbs",
     "PlackettLuceModel",
-    "load_model",
+    "FeatureModel",
+    "ItemScoreModel",
     "variational_bound_fit",
 ]

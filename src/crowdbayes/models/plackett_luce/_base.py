@@ -13,19 +13,19 @@ variance of utility differences, or joint posterior draws of the utilities:
 
 from __future__ import annotations
 
-from abc import ABC, abstractmethod
+from abc import abstractmethod
 
 import numpy as np
 import pandas as pd
 
-from ..._persist import load_arrays, save_arrays
-from ..._utils import as_generator, check_is_fitted
+from ..._utils import as_generator
+from ...base import Estimator
 from ...data.features import FeatureTable, read_features
 from ...data.rankings import Rankings, as_rankings
 from ._bounds import sigmoid
 from ._stages import stage_log_proba
 
-__all__ = ["PlackettLuceModel", "FeatureModel", "ItemScoreModel", "load_model"]
+__all__ = ["PlackettLuceModel", "FeatureModel", "ItemScoreModel", "logistic_gaussian_mean"]
 
 #: Gauss–Hermite nodes for E[σ(z)], z ~ N(m, v): exact to ~1e-10 for the variances seen here
 _GH_NODES, _GH_WEIGHTS = np.polynomial.hermite_e.hermegauss(48)
@@ -39,18 +39,14 @@ def logistic_gaussian_mean(mean: np.ndarray, var: np.ndarray) -> np.ndarray:
     return sigmoid(mean[..., None] + sd[..., None] * _GH_NODES) @ _GH_WEIGHTS
 
 
-class PlackettLuceModel(ABC):
+class PlackettLuceModel(Estimator):
     """Base class: ``fit(rankings) -> self``; results in attributes ending in ``_``."""
 
-    #: registry of saved-model kinds, filled by subclasses
-    _kinds: dict[str, type] = {}
-
-    def __init_subclass__(cls, **kwargs):
-        super().__init_subclass__(**kwargs)
-        PlackettLuceModel._kinds[cls.__name__] = cls
+    _abstract = True
 
     def fit(self, rankings: Rankings | pd.DataFrame, items=None) -> PlackettLuceModel:
         """Fit to ``rankings`` (a :class:`~crowdbayes.Rankings`, or a long table plus ``items``)."""
+        self.check_params()
         rankings = as_rankings(rankings, items)
         self._fit(rankings)
         return self
@@ -74,7 +70,7 @@ class PlackettLuceModel(ABC):
 
     def score(self, items=None) -> pd.DataFrame:
         """Posterior mean and sd of each item's log-score u_i = log s_i."""
-        self._check_fitted()
+        self.check_is_fitted()
         ids, handle = self._items(items)
         mean, cov = self._moments(handle)
         if cov is not None:
@@ -90,7 +86,7 @@ class PlackettLuceModel(ABC):
         Gaussian posteriors use Gauss–Hermite quadrature over the difference's mean and variance;
         sampled posteriors average σ over their draws; point estimates plug in.
         """
-        self._check_fitted()
+        self.check_is_fitted()
         left, right = np.asarray(left), np.asarray(right)
         if left.shape != right.shape or left.ndim != 1:
             raise ValueError("pairs: left and right must be 1-D and of the same length")
@@ -126,7 +122,7 @@ class PlackettLuceModel(ABC):
         from joint posterior draws; ``p_top_k`` = P(item among the best k); ``top_k`` marks the
         k items most probably in the top k.
         """
-        self._check_fitted()
+        self.check_is_fitted()
         if not 0 < level < 1:
             raise ValueError(f"level must be in (0, 1); got {level}")
         ids, handle = self._items(items)
@@ -158,7 +154,7 @@ class PlackettLuceModel(ABC):
     ) -> np.ndarray:
         """Posterior predictive log p(c_l | A_l) of every top-query in ``rankings``:
         log E[softmax], averaged over posterior draws (plug-in for point estimates)."""
-        self._check_fitted()
+        self.check_is_fitted()
         rankings = as_rankings(rankings)
         ids, handle = self._items(self._items_of(rankings))
         draws = self._draws(handle, n_samples, as_generator(random_state))
@@ -170,38 +166,6 @@ class PlackettLuceModel(ABC):
     def _items_of(self, rankings: Rankings):
         return rankings.item_ids
 
-    def _check_fitted(self) -> None:
-        check_is_fitted(self, "n_iter_")
-
-    # -- persistence --------------------------------------------------------------------------
-
-    def save(self, path) -> None:
-        """Write the fitted model to ``path`` in the safe crowdbayes format (no pickle)."""
-        self._check_fitted()
-        arrays, meta = self._state()
-        save_arrays(path, type(self).__name__, arrays, {"params": self._params(), **meta})
-
-    @abstractmethod
-    def _state(self) -> tuple[dict, dict]: ...
-
-    @classmethod
-    @abstractmethod
-    def _from_state(cls, arrays: dict, meta: dict) -> PlackettLuceModel: ...
-
-    def _params(self) -> dict:
-        return {k: v for k, v in vars(self).items() if not k.endswith("_") and _is_json(v)}
-
-
-def load_model(path) -> PlackettLuceModel:
-    """Read a Plackett–Luce model written by ``model.save(path)``."""
-    kinds = PlackettLuceModel._kinds
-    kind, arrays, meta = load_arrays(path, tuple(k for k in kinds if not k.startswith("_")))
-    return kinds[kind]._from_state(arrays, meta)
-
-
-def _is_json(value) -> bool:
-    return value is None or isinstance(value, (bool, int, float, str, list, tuple))
-
 
 class FeatureModel(PlackettLuceModel):
     """Models with s_i = exp(θᵀx_i) and a Gaussian (or point) posterior over θ.
@@ -210,6 +174,8 @@ class FeatureModel(PlackettLuceModel):
     (posterior covariance, zero for point estimates), ``coef_sd_``; the training items' features
     are kept so that ``score()`` without arguments scores them.
     """
+
+    _abstract = True
 
     def _set_posterior(self, rankings: Rankings, mean: np.ndarray, cov: np.ndarray) -> None:
         names = rankings.features.names
@@ -223,7 +189,7 @@ class FeatureModel(PlackettLuceModel):
         """Central ``level`` credible interval of every feature weight (Gaussian marginals)."""
         from scipy.stats import norm
 
-        self._check_fitted()
+        self.check_is_fitted()
         z = norm.ppf(0.5 + level / 2)
         return pd.DataFrame(
             {
@@ -257,37 +223,6 @@ class FeatureModel(PlackettLuceModel):
         thetas = rng.multivariate_normal(mu, cov, size=n_draws, method="cholesky")
         return X @ thetas.T
 
-    def _state(self):
-        arrays = {
-            "feature_names": np.array(self.feature_names_),
-            "coef_mean": self.coef_.to_numpy(),
-            "coef_cov": self.coef_cov_.to_numpy(),
-            "train_ids": np.asarray(self._train_items.ids),
-            "train_X": self._train_items.values,
-        }
-        return arrays, self._extra_state()
-
-    def _extra_state(self) -> dict:
-        return {"n_iter": int(self.n_iter_)}
-
-    @classmethod
-    def _from_state(cls, arrays, meta):
-        model = cls(**meta["params"])
-        names = [str(n) for n in arrays["feature_names"]]
-        model.feature_names_ = names
-        model.coef_ = pd.Series(arrays["coef_mean"], index=names, name="coef")
-        model.coef_cov_ = pd.DataFrame(arrays["coef_cov"], index=names, columns=names)
-        model.coef_sd_ = pd.Series(np.sqrt(np.diag(arrays["coef_cov"])), index=names, name="sd")
-        model._train_items = FeatureTable(
-            pd.Index(arrays["train_ids"], name="item"), arrays["train_X"], names, "items"
-        )
-        model.n_iter_ = meta["n_iter"]
-        model._restore(meta)
-        return model
-
-    def _restore(self, meta: dict) -> None:
-        """Set model-specific results saved by :meth:`_extra_state`."""
-
 
 class ItemScoreModel(PlackettLuceModel):
     """Feature-less models: one score per item id seen in training.
@@ -295,6 +230,8 @@ class ItemScoreModel(PlackettLuceModel):
     Fitted attributes: ``item_ids_``; ``log_scores_`` (Series, centred to mean zero because
     Plackett–Luce only identifies scores up to a common factor).
     """
+
+    _abstract = True
 
     def _items(self, items):
         if items is None:

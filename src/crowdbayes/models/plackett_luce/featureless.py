@@ -19,10 +19,21 @@ J. Comput. Graph. Stat. 2012.
 
 from __future__ import annotations
 
+from numbers import Integral
+
 import numpy as np
 import pandas as pd
 
-from ..._utils import as_generator, spawn_generators
+from ..._utils import spawn_generators
+from ...base import (
+    NON_NEGATIVE,
+    NON_NEGATIVE_INT,
+    POSITIVE,
+    POSITIVE_INT,
+    RANDOM_STATE,
+    TOLERANCE,
+    Interval,
+)
 from ...data.rankings import Rankings
 from ...inference.diagnostics import summarize
 from ...inference.driver import run_iterations
@@ -30,15 +41,6 @@ from ...inference.squarem import squarem_cycle
 from ._base import ItemScoreModel
 
 __all__ = ["PlackettLuceMM", "PlackettLuceGibbs"]
-
-
-def _check_prior(shape: float, rate: float, *, proper: bool) -> None:
-    if not shape > 0:
-        raise ValueError(f"shape (a) must be positive; got {shape}")
-    if proper and not rate > 0:
-        raise ValueError(f"rate (β) must be positive for a proper Gamma prior; got {rate}")
-    if not rate >= 0:
-        raise ValueError(f"rate (β) must be non-negative; got {rate}")
 
 
 class _SetSums:
@@ -97,6 +99,15 @@ class PlackettLuceMM(ItemScoreModel):
     n_iter_, converged_
     """
 
+    parameter_constraints = {
+        "shape": [POSITIVE],
+        "rate": [NON_NEGATIVE],
+        "tol": TOLERANCE,
+        "max_iter": [POSITIVE_INT],
+        "accelerate": [bool],
+        "progress": [bool],
+    }
+
     def __init__(
         self,
         shape: float = 1.0,
@@ -115,7 +126,6 @@ class PlackettLuceMM(ItemScoreModel):
         self.progress = progress
 
     def _fit(self, rankings: Rankings) -> None:
-        _check_prior(self.shape, self.rate, proper=False)
         wins = _wins(rankings)
         numerator = self.shape - 1.0 + wins
         if self.rate == 0:
@@ -187,24 +197,6 @@ class PlackettLuceMM(ItemScoreModel):
     def _draws(self, codes, n_draws, rng):
         return self.log_scores_.to_numpy()[codes][:, None]
 
-    def _state(self):
-        arrays = {
-            "item_ids": np.asarray(self.item_ids_),
-            "log_scores": np.log(self.scores_.to_numpy()),
-        }
-        return arrays, {"n_iter": int(self.n_iter_)}
-
-    @classmethod
-    def _from_state(cls, arrays, meta):
-        model = cls(**meta["params"])
-        model.item_ids_ = pd.Index(arrays["item_ids"], name="item")
-        log_s = arrays["log_scores"]
-        model.scores_ = pd.Series(np.exp(log_s), index=model.item_ids_, name="score")
-        model.log_scores_ = pd.Series(log_s - log_s.mean(), index=model.item_ids_, name="log_score")
-        model.n_iter_ = meta["n_iter"]
-        model.converged_ = True
-        return model
-
 
 class PlackettLuceGibbs(ItemScoreModel):
     """Posterior samples of the item scores by Caron & Doucet's Gibbs sampler.
@@ -227,6 +219,16 @@ class PlackettLuceGibbs(ItemScoreModel):
     summary_ : DataFrame with mean, sd, quantiles, R-hat and ESS per item.
     """
 
+    parameter_constraints = {
+        "shape": [POSITIVE],
+        "rate": [POSITIVE],
+        "n_samples": [Interval(Integral, 4, None)],
+        "n_warmup": [NON_NEGATIVE_INT],
+        "n_chains": [POSITIVE_INT],
+        "random_state": RANDOM_STATE,
+        "progress": [bool],
+    }
+
     def __init__(
         self,
         shape: float = 1.0,
@@ -247,12 +249,9 @@ class PlackettLuceGibbs(ItemScoreModel):
         self.progress = progress
 
     def _fit(self, rankings: Rankings) -> None:
-        _check_prior(self.shape, self.rate, proper=True)
-        if self.n_samples < 4 or self.n_chains < 1 or self.n_warmup < 0:
-            raise ValueError("need n_samples >= 4, n_chains >= 1 and n_warmup >= 0")
         posterior_shape = self.shape + _wins(rankings)
         sums = _SetSums(rankings)
-        rngs = spawn_generators(as_generator(self.random_state), self.n_chains)
+        rngs = spawn_generators(self.random_generator(), self.n_chains)
         samples = np.empty((self.n_chains, self.n_samples, rankings.n_items))
         for chain, rng in enumerate(rngs):
             scores = rng.gamma(self.shape, 1.0 / self.rate, size=rankings.n_items)
@@ -288,18 +287,3 @@ class PlackettLuceGibbs(ItemScoreModel):
 
     def _draws(self, codes, n_draws, rng):
         return self.samples_.reshape(-1, len(self.item_ids_))[:, codes].T
-
-    def _state(self):
-        return {"item_ids": np.asarray(self.item_ids_), "samples": self.samples_}, {}
-
-    @classmethod
-    def _from_state(cls, arrays, meta):
-        model = cls(**meta["params"])
-        model.item_ids_ = pd.Index(arrays["item_ids"], name="item")
-        model.samples_ = arrays["samples"]
-        flat = model.samples_.reshape(-1, len(model.item_ids_))
-        model.log_scores_ = pd.Series(flat.mean(axis=0), index=model.item_ids_, name="log_score")
-        model.log_scores_sd_ = pd.Series(flat.std(axis=0), index=model.item_ids_, name="sd")
-        model.n_iter_ = model.n_warmup + model.n_samples
-        model.converged_ = True
-        return model

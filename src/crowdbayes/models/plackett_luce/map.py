@@ -12,6 +12,7 @@ import warnings
 import numpy as np
 from scipy.optimize import minimize
 
+from ...base import NON_NEGATIVE, POSITIVE_INT
 from ...data.rankings import Rankings
 from ...exceptions import ConvergenceWarning
 from ._base import FeatureModel
@@ -54,14 +55,18 @@ class PlackettLuceMAP(FeatureModel):
     n_iter_, converged_
     """
 
+    parameter_constraints = {
+        "eta": [NON_NEGATIVE],
+        "tol": [NON_NEGATIVE],
+        "max_iter": [POSITIVE_INT],
+    }
+
     def __init__(self, eta: float = 1.0, *, tol: float = 1e-8, max_iter: int = 1000) -> None:
         self.eta = eta
         self.tol = tol
         self.max_iter = max_iter
 
     def _fit(self, rankings: Rankings) -> None:
-        if not self.eta >= 0:
-            raise ValueError(f"eta must be non-negative; got {self.eta}")
         X = rankings.require_features(type(self).__name__)
         result = minimize(
             map_objective,

@@ -39,6 +39,7 @@ import pandas as pd
 import scipy.sparse as sp
 from scipy.linalg import cho_factor, cho_solve
 
+from ...base import NON_NEGATIVE, POSITIVE, POSITIVE_INT, TOLERANCE, Options
 from ...data.rankings import Rankings
 from ...inference.driver import run_iterations
 from ._base import FeatureModel
@@ -422,8 +423,8 @@ class PlackettLuceVI(FeatureModel):
         ``eta_curve_``.
     eta_grid : sequence of float
         Candidate precisions for ``eta="auto"`` (default 10⁻³ … 10³, two per decade).
-    tol : float
-        Stopping rule of Eq. 26: √(‖Δξ‖² + ‖Δζ‖²) ≤ tol.
+    tol : float or None
+        Stopping rule of Eq. 26: √(‖Δξ‖² + ‖Δζ‖²) ≤ tol (None: exactly ``max_iter``).
     max_iter : int
         Outer iterations at most (a ConvergenceWarning if tol is not reached).
     inner : {"newton", "alternate"}
@@ -462,6 +463,19 @@ class PlackettLuceVI(FeatureModel):
     the module docstring).
     """
 
+    parameter_constraints = {
+        "eta": [POSITIVE, Options("auto")],
+        "eta_grid": [tuple, list, np.ndarray],
+        "tol": TOLERANCE,
+        "max_iter": [POSITIVE_INT],
+        "inner": [Options("newton", "alternate")],
+        "inner_tol": [NON_NEGATIVE],
+        "inner_max_iter": [POSITIVE_INT],
+        "method": [Options("bound", "gaussian")],
+        "n_draws": [POSITIVE_INT],
+        "progress": [bool],
+    }
+
     def __init__(
         self,
         eta: float | str = 1.0,
@@ -489,8 +503,6 @@ class PlackettLuceVI(FeatureModel):
 
     def _fit(self, rankings: Rankings) -> None:
         X = rankings.require_features(type(self).__name__)
-        if self.method not in ("bound", "gaussian"):
-            raise ValueError(f"method must be 'bound' or 'gaussian'; got {self.method!r}")
         options = dict(
             tol=self.tol,
             max_iter=self.max_iter,
@@ -500,11 +512,7 @@ class PlackettLuceVI(FeatureModel):
             progress=self.progress,
         )
         if isinstance(self.eta, str):
-            if self.eta != "auto":
-                raise ValueError(f"eta must be a positive number or 'auto'; got {self.eta!r}")
             grid = sorted(float(e) for e in self.eta_grid)
-            if not grid or grid[0] <= 0:
-                raise ValueError("eta_grid must hold positive values")
             rows, best, start = [], None, None
             for eta in grid:
                 result = variational_bound_fit(rankings, X, eta=eta, start=start, **options)
@@ -535,6 +543,16 @@ class PlackettLuceVI(FeatureModel):
             self.converged_ = self.converged_ and refined
         self._set_posterior(rankings, mean, cov)
 
+    def check_params(self) -> None:
+        """The constraints, and ``eta_grid`` non-empty and positive when ``eta="auto"``."""
+        super().check_params()
+        grid = np.asarray(self.eta_grid, dtype=np.float64).ravel()
+        if self.eta == "auto" and (grid.size == 0 or not (grid > 0).all()):
+            raise ValueError(
+                f"PlackettLuceVI: parameter 'eta_grid' must hold positive values; got "
+                f"{self.eta_grid!r}"
+            )
+
     def _set_bound_fit(self, eta: float, result: VIResult) -> None:
         self.eta_ = eta
         self.lower_bound_ = result.lower_bound
@@ -554,16 +572,3 @@ class PlackettLuceVI(FeatureModel):
             raise ValueError("PlackettLuceVI: give a numeric eta (eta='auto' is in-memory only)")
         make_inner(self.inner, self.inner_tol, self.inner_max_iter)
         return float(self.eta)
-
-    def _extra_state(self) -> dict:
-        return {
-            "n_iter": int(self.n_iter_),
-            "eta_": float(self.eta_),
-            "lower_bound_": float(self.lower_bound_),
-            "converged_": bool(self.converged_),
-        }
-
-    def _restore(self, meta: dict) -> None:
-        self.eta_ = meta["eta_"]
-        self.lower_bound_ = meta["lower_bound_"]
-        self.converged_ = meta["converged_"]

@@ -1,144 +1,54 @@
-"""What SCDC and BayesSCDC share: hyperparameter checks, input handling (observations and
-links in the user's ids), device and seeding, link messages, the epoch loop and the results."""
+r"""What SCDC and BayesSCDC share: parameters and their checks, input handling (observations
+and links in the user's ids), device and seeding, the restarts and epoch loop, the results, and
+saving the fitted networks.
+
+Both models (Luo et al. 2018, §2–3) pair a Gaussian mixture in a latent space,
+:math:`z_i \sim \mathrm{Cat}(\pi)`, :math:`x_i \mid z_i \sim \mathcal N(\mu_{z_i},
+\Sigma_{z_i})`, with a neural decoder :math:`p(o_i \mid x_i; \gamma)` of the observations
+and two-coin workers judging pairs of items; they differ in how the globals and the local
+posteriors are inferred (:mod:`.scdc`, :mod:`.bayes_scdc`). A fit runs ``n_init`` restarts of
+``epochs`` passes over minibatches and keeps the restart with the best objective averaged over
+its last three epochs (each epoch's value is a minibatch estimate).
+
+A saved model (:meth:`~crowdbayes.base.Estimator.save`) stores the networks as their
+``state_dict`` tensors, on the CPU; loading rebuilds them from the parameters and the stored
+shape of the observations and runs them on the model's ``device`` (on the CPU, with a warning,
+where CUDA is missing).
+
+References
+----------
+Luo, Y., Tian, T., Shi, J., Zhu, J. & Zhang, B. (2018). Semi-crowdsourced clustering with deep
+generative models. NeurIPS.
+"""
 
 from __future__ import annotations
 
 import numbers
 import warnings
 from contextlib import contextmanager
-from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
 import torch
 
-from ...._utils import as_generator, check_is_fitted, spawn_generators
+from ...._utils import spawn_generators
+from ....base import (
+    NON_NEGATIVE_INT,
+    POSITIVE,
+    POSITIVE_INT,
+    RANDOM_STATE,
+    Estimator,
+    Interval,
+    Options,
+)
 from ....data.links import Links
 from ....inference.driver import run_iterations
+from .._constraints import DeviceName, LayerWidths
+from ._data import LinkData, ObservedData
 from ._networks import DECODERS
 
-__all__ = [
-    "DeepClusteringBase",
-    "LinkData",
-    "ObservedData",
-    "csr_rows",
-    "row_chunks",
-    "to_device",
-    "to_host",
-]
-
-
-def to_device(array, device: torch.device, dtype: torch.dtype | None = None) -> torch.Tensor:
-    """``array`` as a tensor on ``device``. A copy to a GPU goes through pinned memory without
-    blocking: a plain copy from pageable memory makes the host wait until the GPU has run
-    everything queued before it, which in a loop of small steps serialises host and GPU."""
-    tensor = torch.as_tensor(array, dtype=dtype)
-    if device.type != "cuda":
-        return tensor
-    return tensor.pin_memory().to(device, non_blocking=True)
-
-
-def to_host(*tensors: torch.Tensor) -> list[np.ndarray]:
-    """The ``tensors`` as float64 numpy arrays of the same shapes, fetched in one copy (each
-    copy from a GPU waits for it to finish its queue)."""
-    flat = torch.cat([t.detach().reshape(-1).to(torch.float64) for t in tensors])
-    parts = np.split(flat.cpu().numpy(), np.cumsum([t.numel() for t in tensors])[:-1])
-    return [part.reshape(t.shape) for part, t in zip(parts, tensors, strict=True)]
-
-
-def csr_rows(
-    indptr: np.ndarray, columns: np.ndarray, values: np.ndarray, shape, device: torch.device
-) -> torch.Tensor:
-    """A torch sparse CSR matrix (float64) on ``device`` from scipy-style CSR arrays."""
-    with warnings.catch_warnings():  # torch flags its sparse CSR support as beta, and some
-        # versions warn that invariant checks are off even when told so (check_invariants)
-        warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta")
-        warnings.filterwarnings("ignore", message="Sparse invariant checks are implicitly")
-        return torch.sparse_csr_tensor(
-            to_device(indptr, device, torch.int64),
-            to_device(columns, device, torch.int64),
-            to_device(values, device, torch.float64),
-            size=tuple(shape),
-            check_invariants=False,
-        )
-
-
-@dataclass
-class LinkData:
-    """Links in item codes (rows of the observations), with the link graph as CSR rows so
-    that the message ``Σ_{l ∋ i} w_l r_{partner(l)}`` of a minibatch is one sparse product
-    (:func:`csr_rows` of :meth:`batch_entries`)."""
-
-    left: np.ndarray
-    right: np.ndarray
-    worker: np.ndarray
-    labels: np.ndarray
-    worker_ids: pd.Index
-    n_items: int
-
-    def __post_init__(self) -> None:
-        rows = np.concatenate([self.left, self.right])
-        cols = np.concatenate([self.right, self.left])
-        order = np.argsort(rows, kind="stable")
-        self._indptr = np.concatenate([[0], np.cumsum(np.bincount(rows, minlength=self.n_items))])
-        self._indices = cols[order]
-        self._link_of_entry = np.concatenate([np.arange(self.n_links)] * 2)[order]
-
-    @property
-    def n_links(self) -> int:
-        return len(self.labels)
-
-    @property
-    def n_workers(self) -> int:
-        return len(self.worker_ids)
-
-    def batch_entries(self, batch: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """The link-graph entries of the batch's items: ``(indptr, partner, link)``, rows in
-        batch order."""
-        starts, stops = self._indptr[batch], self._indptr[batch + 1]
-        counts = stops - starts
-        indptr = np.concatenate([[0], np.cumsum(counts)])
-        entries = np.repeat(starts - indptr[:-1], counts) + np.arange(indptr[-1])
-        return indptr, self._indices[entries], self._link_of_entry[entries]
-
-    @property
-    def max_degree(self) -> int:
-        """Most links of any one item."""
-        return int(np.diff(self._indptr).max(initial=0))
-
-    def padded_entries(self, batch: np.ndarray, values_of_links) -> tuple[np.ndarray, np.ndarray]:
-        """The batch's link-graph entries in fixed-shape form, (len(batch), max_degree) arrays
-        ``(partner, value)``: row i holds item batch[i]'s partners and ``values_of_links(link
-        codes)`` of their links, padded with partner 0 and value 0."""
-        indptr, partner, link = self.batch_entries(batch)
-        row = np.repeat(np.arange(len(batch)), np.diff(indptr))
-        slot = np.arange(len(partner)) - indptr[row]
-        partners = np.zeros((len(batch), self.max_degree), dtype=np.int64)
-        values = np.zeros((len(batch), self.max_degree))
-        partners[row, slot], values[row, slot] = partner, values_of_links(link)
-        return partners, values
-
-    def agreement(self, resp, links: np.ndarray | slice = slice(None)):
-        """``s̄_l = r_left · r_right`` for the chosen links; ``resp`` (n_items, K) is a numpy
-        array or a torch tensor (the result is of the same kind, on the same device)."""
-        left, right = self.left[links], self.right[links]
-        if isinstance(resp, torch.Tensor):
-            left, right = (to_device(codes, resp.device) for codes in (left, right))
-        return (resp[left] * resp[right]).sum(-1)
-
-
-@dataclass
-class ObservedData:
-    obs: torch.Tensor  # (n, D) float32 on the device
-    item_ids: pd.Index
-    links: LinkData | None
-    shape: tuple[int, ...]
-
-
-def row_chunks(n: int, size: int = 1024):
-    """Slices of ``size`` rows covering ``0 … n−1`` (inference over all items without
-    building one large batch)."""
-    return [slice(start, min(start + size, n)) for start in range(0, n, size)]
+__all__ = ["DeepClusteringBase"]
 
 
 def _restart_score(history: list[float]) -> float:
@@ -147,62 +57,61 @@ def _restart_score(history: list[float]) -> float:
     return float(np.mean(history[-3:]))
 
 
-class DeepClusteringBase:
-    """Shared validation, data handling, restarts and results; subclasses implement
-    ``_check_params``, ``_build`` (networks and globals of one restart), ``_epoch`` (returns the
-    epoch's objective), ``_posterior`` (q(z), the embedding and the mixture weights of all
-    items), ``_predict_new`` and ``_worker_table``."""
+class DeepClusteringBase(Estimator):
+    """Shared parameters, data handling, restarts, results and saving (module docstring).
 
+    Subclasses declare their own ``parameter_constraints`` (extending
+    ``_common_constraints``) and implement ``_make_networks`` (the encoder and decoder for
+    observations of a given size), ``_build`` (networks and globals of one restart),
+    ``_epoch`` (returns the epoch's objective), ``_posterior`` (q(z), the embedding and the
+    mixture weights of all items), ``_predict_new`` and ``_worker_table``.
+    """
+
+    _abstract = True  # not an estimator of its own: not registered for crowdbayes.load
     _name = "model"
+    #: rebuilt on load or only used while fitting: not saved
+    _transient = ("_device", "_optimizer", "_resp_table", "_graph")
+    #: the torch networks, saved as their state_dict
+    _networks = ("encoder_", "decoder_")
 
-    # ------------------------------------------------------------------ hyperparameters
-    def _check_common_params(self) -> None:
-        def positive_int(name):
-            value = getattr(self, name)
-            if not isinstance(value, numbers.Integral) or isinstance(value, bool) or value < 1:
-                raise ValueError(f"{name} must be a positive integer; got {value!r}")
+    #: the parameters both models have
+    _common_constraints: dict[str, list] = {
+        "n_clusters": [Interval(numbers.Integral, 2, None)],
+        "latent_dim": [POSITIVE_INT],
+        "hidden": [LayerWidths()],
+        "decoder": [Options(*DECODERS)],
+        "epochs": [POSITIVE_INT],
+        "batch_size": [POSITIVE_INT],
+        "learning_rate": [POSITIVE],
+        "warmup_epochs": [NON_NEGATIVE_INT],
+        "n_init": [POSITIVE_INT],
+        "link_weight": [POSITIVE],
+        "device": [DeviceName()],
+        "random_state": list(RANDOM_STATE),
+        "progress": [bool],
+    }
 
-        for name in ("n_clusters", "latent_dim", "epochs", "batch_size", "n_init"):
-            positive_int(name)
-        warmup = self.warmup_epochs
-        if not isinstance(warmup, numbers.Integral) or isinstance(warmup, bool) or warmup < 0:
-            raise ValueError(f"warmup_epochs must be a non-negative integer; got {warmup!r}")
-        if self.n_clusters < 2:
-            raise ValueError(f"n_clusters must be at least 2; got {self.n_clusters}")
+    # ------------------------------------------------------------------ settings of a fit
+    def _settle(self) -> None:
+        """Check the parameters and fix what a fit derives from them: the layer widths, the
+        device (refused if CUDA is asked for and missing) and the warm-up length."""
+        self.check_params()
         hidden = self.hidden
-        if isinstance(hidden, numbers.Integral):
-            hidden = (hidden,)
-        try:
-            hidden = tuple(int(h) for h in hidden)
-        except TypeError:
-            raise ValueError(
-                f"hidden must be a tuple of layer widths; got {self.hidden!r}"
-            ) from None
-        if any(h < 1 for h in hidden):
-            raise ValueError(f"hidden must hold positive widths; got {self.hidden!r}")
-        self._hidden = hidden
-        if self.decoder not in DECODERS:
-            raise ValueError(f"decoder must be one of {DECODERS}; got {self.decoder!r}")
-        if not (np.isfinite(self.learning_rate) and self.learning_rate > 0):
-            raise ValueError(f"learning_rate must be positive; got {self.learning_rate!r}")
-        weight = self.link_weight
-        if not (isinstance(weight, numbers.Real) and np.isfinite(weight) and weight > 0):
-            raise ValueError(f"link_weight must be a positive number; got {weight!r}")
+        self._hidden = (
+            (int(hidden),)
+            if isinstance(hidden, numbers.Integral)
+            else tuple(int(h) for h in hidden)
+        )
         self._device = self._resolve_device()
-        self._warmup = min(int(warmup), self.epochs // 2)  # at most half of the epochs
+        self._warmup = min(int(self.warmup_epochs), self.epochs // 2)  # at most half the epochs
 
     def _resolve_device(self) -> torch.device:
-        try:
-            device = torch.device(self.device)
-        except (RuntimeError, TypeError) as error:
-            raise ValueError(f"device must be 'cpu' or 'cuda'; got {self.device!r}") from error
+        device = torch.device(self.device)
         if device.type == "cuda" and not torch.cuda.is_available():
             raise ValueError(
                 f"device={self.device!r} was asked for but CUDA is not available in this "
                 "PyTorch build or on this machine; use device='cpu'"
             )
-        if device.type not in ("cpu", "cuda"):
-            raise ValueError(f"device must be 'cpu' or 'cuda'; got {self.device!r}")
         return device
 
     @contextmanager
@@ -296,11 +205,11 @@ class DeepClusteringBase:
         or a DataFrame ``worker, left, right, label`` whose ids are ``item_ids`` (default
         ``0 … n−1``); None fits without annotations. Returns self.
         """
-        self._check_params()
+        self._settle()
         if hasattr(self, "_standardize"):
             del self._standardize
         data = self._prepare(X, links, item_ids)
-        rng = as_generator(self.random_state)
+        rng = self.random_generator()
         best, best_history = None, None
         for child in spawn_generators(rng, self.n_init):  # restarts: keep the best objective
             with self._seeded(child):
@@ -355,12 +264,12 @@ class DeepClusteringBase:
 
     def predict_proba(self) -> pd.DataFrame:
         """Posterior cluster probabilities of the training items (rows sum to 1)."""
-        check_is_fitted(self, "probas_")
+        self.check_is_fitted()
         return self.probas_
 
     def predict(self, X_new) -> np.ndarray:
         """MAP cluster of new observations from the amortised part alone (no links)."""
-        check_is_fitted(self, "probas_")
+        self.check_is_fitted()
         flat = self._observations(X_new)
         if flat.shape[1] != int(np.prod(self.obs_shape_)):
             raise ValueError(
@@ -370,3 +279,52 @@ class DeepClusteringBase:
         obs = torch.as_tensor(flat, device=self._device)
         resp = self._predict_new(obs)
         return self._relabel[resp.argmax(axis=1)]
+
+    # ------------------------------------------------------------------ saving and loading
+    def _get_state(self) -> dict[str, Any]:
+        """The fitted state with the networks as their ``state_dict`` and every tensor on the
+        CPU (a file saved from a GPU loads anywhere)."""
+        state = super()._get_state()
+        for name in self._networks:
+            state[name] = state[name].state_dict()
+        return _to_cpu(state)
+
+    def _set_state(self, state: dict[str, Any]) -> None:
+        """Restore :meth:`_get_state`: the networks rebuilt from the parameters and the stored
+        shape of the observations, their weights loaded, every tensor on the model's device."""
+        state = dict(state)
+        weights = {name: state.pop(name) for name in self._networks}
+        super()._set_state(state)
+        self._device = self._loaded_device()
+        with torch.random.fork_rng(devices=[]):  # the initial weights are overwritten below
+            networks = self._make_networks(int(np.prod(self.obs_shape_)))
+        for name, network in zip(self._networks, networks, strict=True):
+            network.load_state_dict(weights[name])
+            setattr(self, name, network.to(self._device))
+        for name, value in list(vars(self).items()):
+            if isinstance(value, torch.Tensor):
+                setattr(self, name, value.to(self._device))
+
+    def _loaded_device(self) -> torch.device:
+        """The device of a loaded model: its ``device``, or the CPU where CUDA is missing."""
+        try:
+            return self._resolve_device()
+        except ValueError:
+            warnings.warn(
+                f"{type(self).__name__} was fitted with device={self.device!r}, which is not "
+                "available here; it runs on the CPU",
+                UserWarning,
+                stacklevel=4,
+            )
+            return torch.device("cpu")
+
+
+def _to_cpu(value: Any) -> Any:
+    """``value`` with every tensor in it (in dicts, lists and tuples) detached and on the CPU."""
+    if isinstance(value, torch.Tensor):
+        return value.detach().cpu()
+    if isinstance(value, dict):
+        return {key: _to_cpu(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)) and not hasattr(value, "_fields"):
+        return type(value)(_to_cpu(item) for item in value)
+    return value

@@ -1,7 +1,7 @@
 r"""Conjugate global factors of BayesSCDC: Dirichlet q(π), Normal-inverse-Wishart q(μ_k, Σ_k).
 
 The Beta factors q(α_m), q(β_m) of the workers live in :mod:`crowdbayes.annotators.two_coin`
-(Dirichlet rows of length two); the Dirichlet helpers are those of :mod:`crowdbayes._math`.
+(Dirichlet rows of length two); the Dirichlet helpers are those of :mod:`crowdbayes.maths`.
 Everything here is small (K × d × d) and stays in float64 numpy (only the minibatch statistics
 of :func:`niw_statistics` are summed on the device of the batch).
 

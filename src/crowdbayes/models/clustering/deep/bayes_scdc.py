@@ -15,21 +15,16 @@ Inference (structured VAE, Johnson et al. 2016)
 -----------------------------------------------
 A recognition network gives every item a Gaussian potential
 :math:`\psi(x_i) = \langle r(o_i;\phi), t(x_i)\rangle` (diagonal precision ``J``, ``h = J·mean``,
-Eq. 9). For a minibatch of items, local mean field alternates (``local_iterations`` times)
-
-* Eq. 12: :math:`q(x_i) = \mathcal N` with precision :math:`\sum_k r_{ik}\mathbb E[\Sigma_k^{-1}]
-  + J_i` and linear term :math:`\sum_k r_{ik}\mathbb E[\Sigma_k^{-1}\mu_k] + h_i`;
-* Eq. 14: :math:`\log r_{ik} = \mathbb E\log\pi_k + \mathbb E\log\mathcal N(x_i\mid\mu_k,
-  \Sigma_k) + \sum_{l \ni i}\mathbb E[w_l]\, r_{j(l)k}` + const, the link messages with the
-  weights of :func:`~crowdbayes.annotators.two_coin.link_message_weights`.
-
-The partners' :math:`r_j` come from a table of every item's latest :math:`q(z_j)`: partners in the
-minibatch are updated live, the others keep the belief from their last visit (asynchronous
-coordinate ascent, as in stochastic VMP on the relational model). The globals then take a
-stochastic natural-gradient step (Eq. 17, first term) with step size ``global_learning_rate``
-:math:`\rho`: the Dirichlet and NIW factors from the minibatch statistics scaled by
-:math:`N/|B|`, the Beta factors from :math:`|S| = N_a|B|/N` links sampled uniformly and scaled
-by :math:`N_a/|S|` (§2.3, §3.2). The networks follow Adam on the reparameterised objective
+Eq. 9). For a minibatch of items, the local mean field alternates Eq. 12 (q(x_i)) and Eq. 14
+(q(z_i), with the link messages) ``local_iterations`` times
+(:mod:`crowdbayes.models.clustering.deep.meanfield`); the partners' :math:`r_j` come from a
+table of every item's latest :math:`q(z_j)` (asynchronous coordinate ascent, as in stochastic
+VMP on the relational model). The globals
+(:mod:`crowdbayes.models.clustering.deep._conjugate`) then take a stochastic natural-gradient
+step (Eq. 17, first term) with step size ``global_learning_rate`` :math:`\rho`: the Dirichlet
+and NIW factors from the minibatch statistics scaled by :math:`N/|B|`, the Beta factors from
+:math:`|S| = N_a|B|/N` links sampled uniformly and scaled by :math:`N_a/|S|` (§2.3, §3.2).
+The networks follow Adam on the reparameterised objective
 
 .. math::
     \mathcal J = \tfrac{N}{|B|}\sum_{i\in B}\mathbb E_{q^*(x_i)}[\log p(o_i\mid x_i)]
@@ -44,8 +39,9 @@ over the epoch, the link part and the KLs at the end of the epoch).
 Computation: the table of the items' :math:`q(z_j)` lives on the model's device, so that the
 link messages (a sparse product per local iteration) never leave it, and the host waits for a
 GPU once per minibatch, to fetch the statistics of the global step. On CUDA the local mean
-field of the training batches is replayed from a recorded CUDA graph (:class:`_MeanFieldGraph`),
-since its many small operations would otherwise be bound by the cost of launching them.
+field of the training batches is replayed from a recorded CUDA graph
+(:mod:`crowdbayes.models.clustering.deep._cuda_graph`), since its many small operations would
+otherwise be bound by the cost of launching them.
 
 Departures from the paper, needed for the fits to work here: (a) a warm-up
 (``warmup_epochs``): the latent prior terms of the networks' loss are annealed in, q(π) is
@@ -78,13 +74,13 @@ NeurIPS.
 
 from __future__ import annotations
 
+import numbers
 import warnings
 
 import numpy as np
 import pandas as pd
 import torch
 
-from ...._math import dirichlet_expected_log, dirichlet_kl
 from ....annotators.two_coin import (
     link_expected_log_likelihood,
     link_message_weights,
@@ -92,16 +88,9 @@ from ....annotators.two_coin import (
     two_coin_kl,
     two_coin_statistics,
 )
-from ...labels.bayesian_dawid_skene import dirichlet_marginal_summary
-from ._base import (
-    DeepClusteringBase,
-    LinkData,
-    ObservedData,
-    csr_rows,
-    row_chunks,
-    to_device,
-    to_host,
-)
+from ....base import OPEN_UNIT, POSITIVE, POSITIVE_INT, Interval, PositivePair
+from ....maths import dirichlet_expected_log, dirichlet_kl, dirichlet_marginal_summary
+from ._base import DeepClusteringBase
 from ._conjugate import (
     NIW,
     NIWExpectations,
@@ -111,161 +100,17 @@ from ._conjugate import (
     niw_kl,
     niw_statistics,
 )
+from ._cuda_graph import MeanFieldGraph
+from ._data import LinkData, ObservedData, csr_rows, row_chunks, to_device, to_host
 from ._networks import Decoder, GaussianHead
+from .meanfield import (
+    gaussian_expected_loglik,
+    gaussian_posterior,
+    local_meanfield,
+    table_messages,
+)
 
-__all__ = ["BayesSCDC", "local_meanfield", "gaussian_expected_loglik", "gaussian_posterior"]
-
-_LOG_2PI = float(np.log(2 * np.pi))
-
-
-# ------------------------------------------------------------------------ local pieces
-def gaussian_expected_loglik(
-    e: NIWExpectations, mean: torch.Tensor, second: torch.Tensor
-) -> torch.Tensor:
-    r""":math:`\mathbb E\log\mathcal N(x_i\mid\mu_k,\Sigma_k)` under q(x_i) (moments ``mean``
-    (n,d), ``second`` (n,d,d)) and the NIW factors (torch tensors); returns (n, K)."""
-    d = mean.shape[-1]
-    return (
-        -0.5 * torch.einsum("kij,nji->nk", e.prec, second)
-        + mean @ e.prec_mean.T
-        - 0.5 * e.mean_prec_mean
-        + 0.5 * e.logdet_prec
-        - 0.5 * d * _LOG_2PI
-    )
-
-
-def gaussian_posterior(resp, e: NIWExpectations, J_rec, h_rec):
-    """Eq. 12: q(x_i) from responsibilities and the recognition potential. Returns ``(mean,
-    second moment, Cholesky factor L of the precision, entropy)``.
-
-    ``torch.linalg.cholesky`` reads its error flags on the host, which on a GPU waits for it in
-    every local iteration; the precision is positive definite by construction (a positive
-    diagonal plus a nonnegative mix of E[Σ_k⁻¹]), so ``cholesky_ex`` checks only where that is
-    free (CPU). The covariance :math:`L^{-\top}L^{-1}` and the mean come from one batched
-    triangular solve and products, plain cuBLAS work that the CUDA graph of the local mean
-    field records."""
-    precision = torch.einsum("nk,kij->nij", resp, e.prec) + torch.diag_embed(J_rec)
-    linear = resp @ e.prec_mean + h_rec
-    chol, _ = torch.linalg.cholesky_ex(precision, check_errors=precision.device.type == "cpu")
-    eye = torch.eye(chol.shape[-1], dtype=chol.dtype, device=chol.device).expand_as(chol)
-    chol_inv = torch.linalg.solve_triangular(chol, eye, upper=False)
-    cov = chol_inv.mT @ chol_inv
-    mean = (cov @ linear.unsqueeze(-1)).squeeze(-1)
-    second = cov + mean.unsqueeze(-1) * mean.unsqueeze(-2)
-    d = mean.shape[-1]
-    log_diag = torch.log(torch.diagonal(chol, dim1=-2, dim2=-1)).sum(-1)
-    entropy = 0.5 * d * (1.0 + _LOG_2PI) - log_diag
-    return mean, second, chol, entropy
-
-
-def local_meanfield(e, log_pi, J_rec, h_rec, n_iter: int, messages=None, track=False):
-    """Alternate Eqs. 12 and 14 ``n_iter`` times from a start that sees the recognition
-    potential alone. ``messages(resp) -> (n, K)`` returns the link messages given the batch's
-    current responsibilities (and stores them for the partners). Returns ``resp`` (n, K) and,
-    with ``track``, the local surrogate bound after every round."""
-    mean0 = h_rec / J_rec
-    second0 = torch.diag_embed(1.0 / J_rec) + mean0.unsqueeze(-1) * mean0.unsqueeze(-2)
-    logits = log_pi + gaussian_expected_loglik(e, mean0, second0)
-    if messages is not None:
-        logits = logits + messages(None)
-    resp = torch.softmax(logits, dim=-1)
-    if messages is not None:
-        messages(resp)
-    bounds = []
-    for _ in range(n_iter):
-        mean, second, _, entropy = gaussian_posterior(resp, e, J_rec, h_rec)
-        expected = gaussian_expected_loglik(e, mean, second)
-        logits = log_pi + expected
-        if messages is not None:
-            logits = logits + messages(resp)
-        resp = torch.softmax(logits, dim=-1)
-        if messages is not None:
-            messages(resp)
-        if track:
-            bounds.append(_local_bound(resp, e, log_pi, J_rec, h_rec))
-    return resp, bounds
-
-
-def _local_bound(resp, e, log_pi, J_rec, h_rec) -> float:
-    r"""Surrogate local bound of one batch without links: :math:`\sum_i \mathbb E[\log p(z_i)
-    + \log p(x_i\mid z_i) + \psi(x_i)] + H[q(z_i)] + H[q(x_i)]` (up to the normaliser of
-    :math:`\psi`)."""
-    mean, second, _, entropy = gaussian_posterior(resp, e, J_rec, h_rec)
-    log_resp = torch.log(resp.clamp_min(1e-30))
-    potential = (h_rec * mean).sum(-1) - 0.5 * (J_rec * torch.diagonal(second, 0, -2, -1)).sum(-1)
-    z_part = (resp * (log_pi + gaussian_expected_loglik(e, mean, second) - log_resp)).sum(-1)
-    return float((z_part + potential + entropy).sum())
-
-
-def table_messages(table: torch.Tensor, rows: torch.Tensor, product):
-    """A ``messages`` callback for :func:`local_meanfield`: stores the batch's current q(z)
-    at ``rows`` of the table of all items' beliefs (partners in the batch are updated live)
-    and returns ``product(table)``, the (|B|, K) link messages, in float32."""
-
-    def messages(resp):
-        if resp is not None:
-            table[rows] = resp.detach().to(table.dtype)
-        return product(table).to(torch.float32)
-
-    return messages
-
-
-def padded_product(partners: torch.Tensor, weights: torch.Tensor):
-    """``table ↦ Σ_slot weights[i, slot] · table[partners[i, slot]]``: the link messages from
-    padded (|B|, max degree) entries (:meth:`LinkData.padded_entries`), a product whose shapes
-    do not change from batch to batch, unlike a sparse matrix's."""
-    return lambda table: (weights.unsqueeze(-1) * table[partners]).sum(1)
-
-
-class _MeanFieldGraph:
-    """CUDA: :func:`local_meanfield` of one batch size, recorded once as a CUDA graph and
-    replayed for every batch.
-
-    Run eagerly, each of the ~40 small tensor operations of a local iteration costs a kernel
-    launch whose host-side cost exceeds its run time, so the GPU idles; a replay issues them
-    all at once. Before each replay the inputs are copied into the buffers the graph reads:
-    the globals' expectations, the recognition potentials, and for the link messages the
-    batch's rows and padded link entries (the table of beliefs is read and written in place).
-    """
-
-    def __init__(self, inputs, n_iter: int, table=None, rows=None, entries=None) -> None:
-        """Run the mean field once on the first batch's ``inputs`` ``(e, log_pi, J_rec,
-        h_rec)`` (on a side stream, which also creates the library handles and workspaces the
-        recording needs; ``self.first`` holds its q(z)), then record it. ``table``, ``rows``
-        and ``entries`` (padded partners and weights) give the link messages, if any."""
-        e, *rest = inputs
-        self._inputs = [t.clone() for t in (*e, *rest)]
-        messages = None
-        if table is not None:
-            self._rows = rows.clone()
-            self._entries = [t.clone() for t in entries]
-            messages = table_messages(table, self._rows, padded_product(*self._entries))
-
-        def run():
-            e = NIWExpectations(*self._inputs[:4])
-            return local_meanfield(e, *self._inputs[4:], n_iter, messages)[0]
-
-        side = torch.cuda.Stream()
-        side.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(side):
-            first = run()
-        torch.cuda.current_stream().wait_stream(side)
-        self.first = first.clone()
-        self._graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(self._graph):
-            self._resp = run()
-
-    def __call__(self, inputs, rows=None, entries=None) -> torch.Tensor:
-        """q(z) of a batch (of the recorded size) from its inputs, as in :meth:`__init__`."""
-        e, *rest = inputs
-        for buffer, value in zip(self._inputs, (*e, *rest), strict=True):
-            buffer.copy_(value)
-        if entries is not None:
-            self._rows.copy_(rows)
-            for buffer, value in zip(self._entries, entries, strict=True):
-                buffer.copy_(value)
-        self._graph.replay()
-        return self._resp.clone()
+__all__ = ["BayesSCDC"]
 
 
 def _kmeanspp(points: np.ndarray, k: int, rng: np.random.Generator) -> np.ndarray:
@@ -364,6 +209,16 @@ class BayesSCDC(DeepClusteringBase):
     """
 
     _name = "BayesSCDC"
+    parameter_constraints = {
+        **DeepClusteringBase._common_constraints,
+        "global_learning_rate": [Interval(numbers.Real, 0, 1, closed="right")],
+        "local_iterations": [POSITIVE_INT],
+        "dirichlet_prior": [POSITIVE, None],
+        "niw_kappa": [POSITIVE],
+        "worker_prior": [PositivePair()],
+        "worker_init": [PositivePair()],
+        "credible_level": [OPEN_UNIT],
+    }
 
     def __init__(
         self,
@@ -409,36 +264,19 @@ class BayesSCDC(DeepClusteringBase):
         self.random_state = random_state
         self.progress = progress
 
-    # -------------------------------------------------------------------------- checks
-    def _check_params(self) -> None:
-        self._check_common_params()
-        if not 0 < self.global_learning_rate <= 1:
-            raise ValueError(
-                f"global_learning_rate must lie in (0, 1]; got {self.global_learning_rate!r}"
-            )
-        if not (isinstance(self.local_iterations, int) and self.local_iterations >= 1):
-            raise ValueError(
-                f"local_iterations must be a positive integer; got {self.local_iterations!r}"
-            )
-        if self.dirichlet_prior is not None and not self.dirichlet_prior > 0:
-            raise ValueError(f"dirichlet_prior must be positive; got {self.dirichlet_prior!r}")
-        if not self.niw_kappa > 0:
-            raise ValueError(f"niw_kappa must be positive; got {self.niw_kappa!r}")
-        for name in ("worker_prior", "worker_init"):
-            value = np.asarray(getattr(self, name), dtype=float)
-            if value.shape != (2,) or not np.all(value > 0):
-                raise ValueError(
-                    f"{name} must be two positive numbers; got {getattr(self, name)!r}"
-                )
-        if not 0 < self.credible_level < 1:
-            raise ValueError(f"credible_level must lie in (0, 1); got {self.credible_level!r}")
-
     # ---------------------------------------------------------------------------- setup
+    def _make_networks(self, n_obs: int) -> tuple[GaussianHead, Decoder]:
+        """The recognition network (a Gaussian potential per item) and the decoder, on the
+        CPU, freshly initialised from torch's random state."""
+        d = self.latent_dim
+        encoder = GaussianHead(n_obs, self._hidden, d, logvar_init=-4.0)
+        return encoder, Decoder(d, self._hidden, n_obs, self.decoder)
+
     def _build(self, data: ObservedData, rng: np.random.Generator) -> None:
         K, d = self.n_clusters, self.latent_dim
         n, n_obs = data.obs.shape
-        self.encoder_ = GaussianHead(n_obs, self._hidden, d, logvar_init=-4.0).to(self._device)
-        self.decoder_ = Decoder(d, self._hidden, n_obs, self.decoder).to(self._device)
+        encoder, decoder = self._make_networks(n_obs)
+        self.encoder_, self.decoder_ = encoder.to(self._device), decoder.to(self._device)
         params = list(self.encoder_.parameters()) + list(self.decoder_.parameters())
         fused = True if self._device.type == "cuda" else None  # one kernel for all parameters
         self._optimizer = torch.optim.Adam(params, lr=self.learning_rate, fused=fused)
@@ -506,7 +344,7 @@ class BayesSCDC(DeepClusteringBase):
         return local_meanfield(*inputs, self.local_iterations, messages)[0]
 
     def _replay_meanfield(self, inputs, links, batch, rows) -> torch.Tensor:
-        """CUDA: q(z) of a training batch through the recorded :class:`_MeanFieldGraph`
+        """CUDA: q(z) of a training batch through the recorded :class:`~._cuda_graph.MeanFieldGraph`
         (recorded at the first batch; if recording fails, it runs eagerly from then on)."""
         entries = None
         if links is not None:
@@ -518,7 +356,7 @@ class BayesSCDC(DeepClusteringBase):
             return self._graph(inputs, rows, entries)
         table = None if links is None else self._resp_table
         try:
-            self._graph = _MeanFieldGraph(inputs, self.local_iterations, table, rows, entries)
+            self._graph = MeanFieldGraph(inputs, self.local_iterations, table, rows, entries)
             return self._graph.first
         except RuntimeError as error:  # pragma: no cover - depends on the CUDA build
             warnings.warn(
@@ -668,6 +506,12 @@ class BayesSCDC(DeepClusteringBase):
         super().fit(X, links, item_ids)
         self._graph = None  # the recorded graph is of no use after the fit
         return self
+
+    def _set_state(self, state: dict) -> None:
+        """As the base's, with the NIW factors (stored as plain tuples) typed again."""
+        super()._set_state(state)
+        self.niw_, self._niw_prior = NIW(*self.niw_), NIW(*self._niw_prior)
+        self._graph = None
 
     @torch.no_grad()
     def _predict_new(self, obs: torch.Tensor) -> np.ndarray:

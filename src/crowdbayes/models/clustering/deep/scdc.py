@@ -30,7 +30,9 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from ._base import DeepClusteringBase, LinkData, ObservedData, row_chunks
+from ....base import OPEN_UNIT
+from ._base import DeepClusteringBase
+from ._data import LinkData, ObservedData, row_chunks
 from ._networks import Decoder, GaussianHead, mlp
 
 __all__ = ["SCDC"]
@@ -94,6 +96,10 @@ class SCDC(DeepClusteringBase):
     """
 
     _name = "SCDC"
+    parameter_constraints = {
+        **DeepClusteringBase._common_constraints,
+        "worker_init": [OPEN_UNIT],
+    }
 
     def __init__(
         self,
@@ -127,17 +133,19 @@ class SCDC(DeepClusteringBase):
         self.random_state = random_state
         self.progress = progress
 
-    def _check_params(self) -> None:
-        self._check_common_params()
-        if not 0 < self.worker_init < 1:
-            raise ValueError(f"worker_init must lie in (0, 1); got {self.worker_init!r}")
+    def _make_networks(self, n_obs: int) -> tuple[_Encoder, Decoder]:
+        """The encoder of q(z | o) and q(x | z, o) and the decoder, on the CPU, freshly
+        initialised from torch's random state."""
+        K, d = self.n_clusters, self.latent_dim
+        encoder = _Encoder(n_obs, self._hidden, K, d)
+        return encoder, Decoder(d, self._hidden, n_obs, self.decoder)
 
     def _build(self, data: ObservedData, rng: np.random.Generator) -> None:
         K, d = self.n_clusters, self.latent_dim
         n_obs = data.obs.shape[1]
         dev = self._device
-        self.encoder_ = _Encoder(n_obs, self._hidden, K, d).to(dev)
-        self.decoder_ = Decoder(d, self._hidden, n_obs, self.decoder).to(dev)
+        encoder, decoder = self._make_networks(n_obs)
+        self.encoder_, self.decoder_ = encoder.to(dev), decoder.to(dev)
         self._pi_logits = nn.Parameter(torch.zeros(K, device=dev))
         self._means = nn.Parameter(
             torch.as_tensor(rng.normal(0, 1, (K, d)), dtype=torch.float32, device=dev)

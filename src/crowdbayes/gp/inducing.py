@@ -1,0 +1,122 @@
+"""Sparse GP utilities through inducing points: the map from ``M`` inducing values to the
+utilities of any items (projected process, deterministic training conditional).
+
+With inducing inputs ``Z``, ``K_mm = k(Z, Z)`` and ``q(u) = N(m, S)`` over the inducing values,
+the utilities at inputs ``X`` follow ``q(f) = N(A m, K_xx/ŝ + A (S - K_mm/ŝ) Aᵀ)`` with
+``A = K_xm K_mm⁻¹`` (Simpson & Gurevych, 2020, Eqs. 14, 19, 39–40; Hensman et al., 2013), the
+prior scale ``1/ŝ`` coming from ``q(s)``. A comparison's difference ``d = f(x_l) - f(x_r)``
+then has mean ``(A_l - A_r) m`` and a variance computed per item and then per chunk of pairs,
+so memory stays ``O(N M)`` whatever the number of comparisons.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..kernels import Kernel
+from ..linalg import cholesky_solve, safe_cholesky
+from ..persistence import persistable
+from .factors import GammaFactor, GaussianFactor, prior_gradient_weights, quadratic_rows
+
+__all__ = ["InducingProjection", "chunks", "PAIR_CHUNK"]
+
+#: comparisons per chunk where all of them are visited (Q_p, the bound)
+PAIR_CHUNK = 8192
+
+
+def chunks(n: int, size: int = PAIR_CHUNK):
+    """Slices covering ``range(n)`` in pieces of ``size``."""
+    for lo in range(0, n, size):
+        yield slice(lo, min(n, lo + size))
+
+
+@persistable
+class InducingProjection:
+    """The sparse GP map from inducing values ``u`` at ``Z`` to utilities at any inputs.
+
+    ``A(X) = K_xm K_mm⁻¹``; means ``A m``; covariances ``K_xx/ŝ + A (S - K_mm/ŝ) Aᵀ`` (2020,
+    Eqs. 14, 19, 39–40). ``K_mm`` (with the :func:`safe_cholesky` jitter) is the kernel at ``Z``.
+    """
+
+    def __init__(self, kernel: Kernel, Z: np.ndarray) -> None:
+        self.kernel = kernel
+        self.Z = np.asarray(Z, dtype=np.float64)
+        self.K_mm = kernel(self.Z)
+        self.chol = safe_cholesky(self.K_mm, what="inducing-point covariance K_mm")
+        K_inv = cholesky_solve(self.chol, np.eye(len(self.Z)))
+        self.K_inv = 0.5 * (K_inv + K_inv.T)  # exactly symmetric (natural_gradient_step)
+
+    @property
+    def n_inducing(self) -> int:
+        return len(self.Z)
+
+    def weights(self, X: np.ndarray) -> np.ndarray:
+        """``A = K_xm K_mm⁻¹`` (n, M)."""
+        return cholesky_solve(self.chol, self.kernel(self.Z, X)).T
+
+    def predict(
+        self, X: np.ndarray, factor: GaussianFactor, scale: GammaFactor
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Marginal mean and variance at the rows of ``X``."""
+        K_mx = self.kernel(self.Z, X)
+        A = cholesky_solve(self.chol, K_mx).T
+        var = (self.kernel.diag(X) - np.einsum("nm,mn->n", A, K_mx)) / scale.mean
+        var = var + quadratic_rows(A, factor.cov)
+        return A @ factor.mean, np.maximum(var, 0.0)
+
+    def predict_cov(
+        self, X: np.ndarray, factor: GaussianFactor, scale: GammaFactor
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Mean and full covariance at the rows of ``X`` (draft Eqs. 9–10, corrected)."""
+        K_mx = self.kernel(self.Z, X)
+        A = cholesky_solve(self.chol, K_mx).T
+        cov = (self.kernel(X) - A @ K_mx) / scale.mean + A @ factor.cov @ A.T
+        return A @ factor.mean, 0.5 * (cov + cov.T)
+
+    def difference_moments(
+        self,
+        X_left: np.ndarray,
+        X_right: np.ndarray,
+        factor: GaussianFactor,
+        scale: GammaFactor,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Mean and variance of ``f(x_l) - f(x_r)`` for paired rows, without an n × n matrix."""
+        n = len(X_left)
+        return self.pair_moments(
+            np.vstack([X_left, X_right]), np.arange(n), np.arange(n, 2 * n), factor, scale
+        )
+
+    def pair_moments(
+        self,
+        X: np.ndarray,
+        left: np.ndarray,
+        right: np.ndarray,
+        factor: GaussianFactor,
+        scale: GammaFactor,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """As :meth:`difference_moments` for pairs of rows ``(left, right)`` of ``X``: the
+        cross-covariances are computed once per item, not once per pair, and the pairs are
+        taken in chunks (memory ``O(len(X) · M + chunk · (M + D))``, not ``O(P · M)``)."""
+        K_mx = self.kernel(self.Z, X)
+        A = cholesky_solve(self.chol, K_mx).T
+        AS = A @ factor.cov
+        n = len(left)
+        mean, var = np.empty(n), np.empty(n)
+        for rows in chunks(n):
+            li, ri = left[rows], right[rows]
+            D = A[li] - A[ri]
+            KD = K_mx[:, li] - K_mx[:, ri]
+            prior = (
+                self.kernel.diag(X[li])
+                + self.kernel.diag(X[ri])
+                - 2.0 * self.kernel.paired(X[li], X[ri])
+            )
+            v = (prior - np.einsum("nm,mn->n", D, KD)) / scale.mean
+            var[rows] = np.maximum(v + np.sum((AS[li] - AS[ri]) * D, axis=1), 0.0)
+            mean[rows] = D @ factor.mean
+        return mean, var
+
+    def bound_gradient(self, factor: GaussianFactor, scale: GammaFactor) -> np.ndarray:
+        """Gradient of ``-KL`` in the log length-scales at fixed ``q``."""
+        weights = prior_gradient_weights(self.K_inv, factor, scale)
+        return self.kernel.gradient_contract(weights, self.Z)

@@ -1,0 +1,144 @@
+"""Stochastic variational inference for GP preference learning with inducing points (Simpson &
+Gurevych, 2018; 2020, Sec. 4.2, Algorithm 1).
+
+Inducing points ``Z`` carry ``q(u) = N(m, S)`` (:mod:`.inducing`); the likelihood is the
+linearised probit of :mod:`.linearised`. One SVI iteration (2020, Eqs. 17–18; draft Eqs. 4–5)
+draws a mini-batch of ``P_n`` of the ``P`` comparisons without replacement, weights it by
+``π = P / P_n`` and moves the natural parameters a step ``ρ_n = (n + delay)^{-r}`` along the
+natural gradient (:func:`~.factors.natural_gradient_step`):
+
+.. math::
+    S_n^{-1} &= (1 - ρ_n) S_{n-1}^{-1} + ρ_n (ŝ K_{mm}^{-1} + π J^T Q^{-1} J), \\\\
+    S_n^{-1} m_n &= (1 - ρ_n) S_{n-1}^{-1} m_{n-1}
+        + ρ_n π J^T Q^{-1} (y - Φ(\\hat z) + J m),
+
+``J = diag(g) (A_a - A_b)``, relinearised ``n_inner`` times per mini-batch. Then ``q(s)`` is
+updated (2020, Eq. 15; draft Eqs. 6–7): ``a = a₀ + M/2``,
+``b = b₀ + ½ tr(K_mm⁻¹ (S + m mᵀ))``, ``ŝ = a/b``, ``E[ln s] = ψ(a) - ln b``.
+
+:func:`run_svi` is the mini-batch driver any model with natural-gradient updates can use
+(crowdGPPL runs its block updates through it); :func:`stochastic_variational_inference` is
+the update of a single GP utility.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import numpy as np
+
+from ..inference.driver import IterationResult, run_iterations
+from .factors import GammaFactor, GaussianFactor, learning_rate, natural_gradient_step
+from .inducing import InducingProjection
+from .linearised import probit_linearisation, relative_change
+from .problem import PreferenceProblem
+
+__all__ = ["run_svi", "stochastic_variational_inference"]
+
+
+def run_svi(
+    update: Callable[[float, np.ndarray | slice, float], None],
+    monitored: Callable[[], object],
+    n_obs: int,
+    rng: np.random.Generator,
+    *,
+    batch_size: int | None,
+    delay: float,
+    forgetting_rate: float,
+    max_iter: int,
+    tol: float | None,
+    progress: bool = False,
+    desc: str = "SVI",
+    warn_name: str | None = None,
+    change: Callable[[object, object], float] | None = None,
+) -> IterationResult:
+    """Drive SVI: ``update(ρ_n, batch_index, P/P_n)`` takes one natural-gradient step on a
+    mini-batch of the ``n_obs`` observations drawn without replacement (all of them, as a
+    ``slice``, when ``batch_size`` is None or not smaller).
+
+    Convergence is judged once per pass over the data (``⌈P / P_n⌉`` iterations) on
+    ``change(monitored(), previous)`` between this pass and the previous one (default: the
+    change of a mean vector relative to its size, :func:`~.linearised.relative_change`):
+    single mini-batch steps keep moving by the sampling noise.
+    """
+    change = relative_change if change is None else change
+    batch = n_obs if batch_size is None else min(batch_size, n_obs)
+    epoch = math.ceil(n_obs / batch)
+    snapshot = [monitored()]
+
+    def step(iteration: int) -> float | None:
+        rho = learning_rate(iteration + 1, delay, forgetting_rate)
+        rows = slice(None) if batch == n_obs else rng.choice(n_obs, batch, replace=False)
+        update(rho, rows, n_obs / batch)
+        if (iteration + 1) % epoch:
+            return None
+        current = monitored()
+        value = change(current, snapshot[0])
+        snapshot[0] = current
+        return value
+
+    return run_iterations(
+        step,
+        max_iter=max_iter,
+        tol=tol,
+        monitor="change",
+        progress=progress,
+        desc=desc,
+        warn_name=warn_name,
+    )
+
+
+def stochastic_variational_inference(
+    problem: PreferenceProblem,
+    projection: InducingProjection,
+    rng: np.random.Generator,
+    *,
+    n_inner: int,
+    start: tuple[GaussianFactor, GammaFactor] | None = None,
+    **schedule,
+) -> tuple[GaussianFactor, GammaFactor, IterationResult]:
+    """SVI over ``q(u)`` at ``projection.Z`` and ``q(s)`` (module docstring).
+
+    ``start = (factor, scale)`` warm-starts it (else ``q(s)`` is the prior and ``q(u)`` its
+    prior ``N(0, K_mm/E[s])``); ``schedule`` holds :func:`run_svi`'s keyword arguments
+    (``batch_size``, ``delay``, ``forgetting_rate``, ``max_iter``, ``tol``, ``progress``,
+    ``desc``, ``warn_name``). Returns ``(q(u), q(s), iterations)``.
+    """
+    pairs = problem.pairs
+    alpha = problem.alpha
+    prior_scale = problem.prior
+    scale = prior_scale if start is None else start[1]
+    if start is None:
+        factor = GaussianFactor(scale.mean * projection.K_inv, np.zeros(projection.n_inducing))
+    else:
+        factor = GaussianFactor.from_moments(start[0].mean, start[0].cov)
+    noise_var = problem.noise_var
+    # A for every compared item: memory O(N M), independent of the number of comparisons
+    A = projection.weights(problem.X_items)
+    left, right = problem.left, problem.right
+    state = {"factor": factor, "scale": scale}
+
+    def update(rho: float, rows_idx, weight: float) -> None:
+        old, scale = state["factor"], state["scale"]
+        rows = A[left[rows_idx]] - A[right[rows_idx]]
+        y, q = pairs.y[rows_idx], noise_var[rows_idx]
+        prior_precision = scale.mean * projection.K_inv
+        current = old
+        for _ in range(n_inner):
+            d_hat = rows @ current.mean
+            p, g = probit_linearisation(d_hat, alpha)
+            current = natural_gradient_step(
+                old,
+                prior_precision,
+                rows,
+                weight * g * g / q,
+                weight * g / q,
+                y - p + g * d_hat,
+                rho,
+            )
+        state["scale"] = prior_scale.update(projection.K_inv, current)
+        state["factor"] = current
+
+    result = run_svi(update, lambda: state["factor"].mean, len(pairs.y), rng, **schedule)
+    return state["factor"], state["scale"], result

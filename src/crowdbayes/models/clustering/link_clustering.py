@@ -1,0 +1,364 @@
+r"""``LinkClustering``: crowd clustering from must-link / cannot-link judgments alone.
+
+The model is the relational part of BayesSCDC (Luo et al. 2018, §3): a Dirichlet–categorical
+mixture of cluster assignments :math:`z_i` judged in pairs by two-coin workers with Beta
+sensitivities :math:`\alpha_m` and specificities :math:`\beta_m`. The fit has three parts, each
+in its own module:
+
+* :mod:`crowdbayes.models.clustering.link_graph`: the signed link graph in the item order of
+  the sweeps (colour classes of items that share no link);
+* :mod:`crowdbayes.models.clustering.link_vb`: the model, its mean-field VB (Luo et al. 2018,
+  Eqs. 14, 26, 28–29) and evidence lower bound, written as sums over links;
+* :mod:`crowdbayes.models.clustering.link_search`: the hard-partition searches that start every
+  restart (contraction or greedy) and polish the VB solution (group moves, Kempe swaps).
+
+A restart here is: a start, block moves on it, VB to convergence, then ``n_polish`` rounds of
+block moves and Kempe swaps on the VB solution with the weights learnt by VB, each followed by
+VB and kept while the ELBO rises. The highest final ELBO over the restarts wins.
+
+Identifiability: a worker's sensitivity :math:`\alpha_m` is learnt only from items that
+somebody else also judged. An item that one worker put in the wrong group and nobody else saw
+fits the links perfectly in the cluster of that group, so VB puts it there instead of charging
+the worker an error; on data where most errors are of this kind, :math:`\alpha` is not
+identifiable from links while :math:`\beta` is. Measurements on the real MNIST annotations are
+in ``benchmarks/results/cluster_link_vb_notes.md``.
+
+References
+----------
+Luo, Y., Tian, T., Shi, J., Zhu, J. & Zhang, B. (2018). Semi-crowdsourced clustering with deep
+generative models. NeurIPS.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pandas as pd
+
+from ..._utils import RandomState, spawn_generators
+from ...annotators.two_coin import link_message_weights, two_coin_expectations
+from ...base import (
+    NON_NEGATIVE_INT,
+    OPEN_UNIT,
+    POSITIVE,
+    POSITIVE_INT,
+    RANDOM_STATE,
+    TOLERANCE,
+    Estimator,
+    PositivePair,
+)
+from ...data.io import TableLike
+from ...data.links import Links, as_links
+from ...exceptions import ConvergenceWarning
+from ...maths import dirichlet_expected_log, dirichlet_marginal_summary
+from .link_graph import LinkGraph
+from .link_search import block_search, contraction_start, greedy_start, kempe_search
+from .link_vb import LinkStatistics, LinkVBState, iterate_link_vb, soften
+
+__all__ = ["LinkClustering"]
+
+
+class LinkClustering(Estimator):
+    r"""Cluster items from noisy must-link / cannot-link judgments by variational Bayes.
+
+    Mean-field VB over cluster assignments :math:`q(z_i)`, cluster proportions
+    :math:`q(\pi)` (Dirichlet) and every worker's two-coin sensitivity :math:`\alpha_m`
+    (P(must-link | same cluster)) and specificity :math:`\beta_m` (P(cannot-link | different
+    clusters)), Beta-distributed: the relational part of BayesSCDC (Luo et al. 2018) on its own.
+    The maths is in :mod:`crowdbayes.models.clustering.link_vb`, the search that starts and
+    polishes it in :mod:`crowdbayes.models.clustering.link_search`.
+
+    Only items that appear in at least one link get an assignment: without features nothing
+    is known about the others (observations attached to the :class:`~crowdbayes.data.links.
+    Links` are ignored here; the SCDC models use them).
+
+    Parameters
+    ----------
+    n_clusters : int
+        K, the number of mixture components (an upper bound: with a small
+        ``prior_prevalence`` unneeded components empty out; see ``n_clusters_used_``).
+    prior_prevalence : float
+        Symmetric Dirichlet concentration γ₀ of π.
+    prior_alpha, prior_beta : (float, float)
+        Beta prior parameters of every α_m and β_m (default Beta(1, 1), as in the paper).
+    init_accuracy : (float, float)
+        Beta parameters of α_m and β_m that weigh the links in the starts (default
+        (10, 1), mean 0.91, the paper's initial variational parameters): every worker is first
+        trusted alike; VB then learns each worker's accuracy.
+    init_smoothing : float
+        Probability spread over the other clusters when a hard start (greedy, group moves or
+        ``init``) becomes q(z); in (0, 1).
+    n_polish : int
+        Rounds of group moves and Kempe-chain swaps on the VB solution, each followed by VB,
+        kept while the ELBO rises (:mod:`~crowdbayes.models.clustering.link_search`); 0 turns
+        them off.
+    n_init : int
+        Restarts, alternating contraction and greedy starts, each with its own random
+        tie-breaks; the run with the highest final ELBO is kept.
+    max_iter, tol : int, float or None
+        Sweeps per restart and the relative ELBO change that counts as converged (None: run
+        ``max_iter`` sweeps).
+    credible_level : float
+        Mass of the central credible intervals of ``workers_``.
+    random_state : int, Generator, SeedSequence or None
+        Seeds the restarts (each gets its own spawned generator).
+    progress : bool
+        Show a progress bar over the sweeps.
+
+    Attributes
+    ----------
+    assignments_ : Series
+        Most probable cluster of every linked item (index: the user's item ids). Clusters are
+        numbered by decreasing expected size.
+    probas_ : DataFrame
+        Items × clusters posterior probabilities q(z_i = k).
+    prevalence_ : Series
+        Posterior mean of π.
+    workers_ : DataFrame
+        Per worker (index: worker id): ``alpha``, ``alpha_sd``, ``alpha_lower``,
+        ``alpha_upper``, the same for ``beta`` (posterior mean, sd, central interval), and
+        ``n_links``.
+    n_clusters_used_ : int
+        Clusters that are the most probable cluster of at least one item.
+    elbo_ : float
+        Final ELBO of the kept restart; ``elbo_history_`` the per-sweep values of its last VB
+        run (non-decreasing) and ``restart_elbos_`` the final ELBO of every restart.
+    n_iter_, converged_ : int, bool
+        Of the kept restart.
+    """
+
+    parameter_constraints = {
+        "n_clusters": [POSITIVE_INT],
+        "prior_prevalence": [POSITIVE],
+        "prior_alpha": [PositivePair()],
+        "prior_beta": [PositivePair()],
+        "init_accuracy": [PositivePair()],
+        "init_smoothing": [OPEN_UNIT],
+        "n_polish": [NON_NEGATIVE_INT],
+        "n_init": [POSITIVE_INT],
+        "max_iter": [POSITIVE_INT],
+        "tol": TOLERANCE,
+        "credible_level": [OPEN_UNIT],
+        "random_state": list(RANDOM_STATE),
+        "progress": [bool],
+    }
+
+    def __init__(
+        self,
+        n_clusters: int = 10,
+        *,
+        prior_prevalence: float = 1.0,
+        prior_alpha: tuple[float, float] = (1.0, 1.0),
+        prior_beta: tuple[float, float] = (1.0, 1.0),
+        init_accuracy: tuple[float, float] = (10.0, 1.0),
+        init_smoothing: float = 0.1,
+        n_polish: int = 2,
+        n_init: int = 5,
+        max_iter: int = 300,
+        tol: float | None = 1e-8,
+        credible_level: float = 0.9,
+        random_state: RandomState = None,
+        progress: bool = False,
+    ) -> None:
+        self.n_clusters = n_clusters
+        self.prior_prevalence = prior_prevalence
+        self.prior_alpha = prior_alpha
+        self.prior_beta = prior_beta
+        self.init_accuracy = init_accuracy
+        self.init_smoothing = init_smoothing
+        self.n_polish = n_polish
+        self.n_init = n_init
+        self.max_iter = max_iter
+        self.tol = tol
+        self.credible_level = credible_level
+        self.random_state = random_state
+        self.progress = progress
+
+    # -------------------------------------------------------------------------- interface
+    def fit(self, links: Links | TableLike, init: pd.Series | None = None) -> LinkClustering:
+        """Fit to ``links`` (a :class:`~crowdbayes.data.links.Links`, DataFrame or path).
+
+        Parameters
+        ----------
+        init : Series, optional
+            Starting clusters (integers ``0 … n_clusters−1``) indexed by item id, e.g. from a
+            clustering of the items' features; linked items missing from it start at random.
+            Every restart starts from it (softened by ``init_smoothing``), so one restart is
+            enough; the block moves still run afterwards.
+        """
+        self.check_params()
+        links = as_links(links)
+        linked = links.linked_codes
+        compact = np.full(links.n_items, -1, dtype=np.int64)
+        compact[linked] = np.arange(linked.size)
+        graph, order = LinkGraph.build(
+            linked.size,
+            links.n_workers,
+            compact[links.left_codes],
+            compact[links.right_codes],
+            links.worker_codes,
+            links.labels,
+        )
+        priors = self._priors()
+        start = None
+        if init is not None:
+            start = self._initial_resp(init, links.item_ids[linked[order]], priors[0].size)
+        best, best_run = None, None
+        restart_elbos = []
+        for restart, rng in enumerate(spawn_generators(self.random_generator(), self.n_init)):
+            resp = None if start is None else start(rng)
+            state, run = self._run(graph, priors, rng, resp, contract=restart % 2 == 0)
+            restart_elbos.append(run.history[-1])
+            if best_run is None or run.history[-1] > best_run.history[-1]:
+                best, best_run = state, run
+        self._warn_unless_converged(best_run)
+        worker_links = np.bincount(links.worker_codes, minlength=links.n_workers)
+        self.restart_elbos_ = restart_elbos
+        self._set_results(
+            links.item_ids, linked[order], links.worker_ids, worker_links, best, best_run
+        )
+        return self
+
+    def fit_predict(self, links: Links | TableLike) -> pd.Series:
+        """Fit, then return ``assignments_``."""
+        return self.fit(links).assignments_
+
+    def predict(self) -> pd.Series:
+        """The most probable cluster of every linked item."""
+        self.check_is_fitted()
+        return self.assignments_
+
+    def predict_proba(self) -> pd.DataFrame:
+        """Posterior cluster probabilities of every linked item."""
+        self.check_is_fitted()
+        return self.probas_
+
+    # ---------------------------------------------------------------------------- internals
+    def _initial_resp(self, init: pd.Series, ids: pd.Index, k: int):
+        """``start(rng) -> resp``: q(z) of the items ``ids`` from the user's starting clusters
+        ``init``, items missing from it drawn at random from ``rng``."""
+        if not isinstance(init, pd.Series):
+            raise TypeError(f"init must be a pandas Series indexed by item; got {type(init)}")
+        values = init.reindex(ids)
+        known = values.notna().to_numpy()
+        codes = values.to_numpy()[known]
+        if known.any() and not np.all((codes == np.round(codes)) & (codes >= 0) & (codes < k)):
+            raise ValueError(f"init: clusters must be integers in [0, {k - 1}]")
+        if not known.any():
+            raise ValueError("init: none of the linked items has a starting cluster")
+        chosen = np.zeros(ids.size, dtype=np.int64)
+        chosen[known] = codes.astype(np.int64)
+
+        def start(rng: np.random.Generator) -> np.ndarray:
+            chosen[~known] = rng.integers(k, size=int((~known).sum()))
+            return soften(chosen, k, self.init_smoothing)
+
+        return start
+
+    def _priors(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(γ₀ (K,), a⁰ (2,), b⁰ (2,))``: the priors of π, every α_m and every β_m."""
+        return (
+            np.full(int(self.n_clusters), float(self.prior_prevalence)),
+            np.asarray(self.prior_alpha, dtype=np.float64),
+            np.asarray(self.prior_beta, dtype=np.float64),
+        )
+
+    def _run(self, graph: LinkGraph, priors, rng: np.random.Generator, resp=None, contract=True):
+        """One restart: a contraction start (``contract``) or a greedy one, improved by block
+        moves, VB to convergence, then rounds of block moves and Kempe swaps on the VB
+        solution, each followed by VB and kept only if the ELBO rises. Returns the final state
+        and the driver result of its VB run."""
+        prior_pi = priors[0]
+        k = prior_pi.size
+        start = np.tile(np.asarray(self.init_accuracy, dtype=np.float64), (graph.n_workers, 1))
+        if resp is None:
+            weights, _ = link_message_weights(
+                two_coin_expectations(start, start), graph.worker, graph.labels
+            )
+            if contract:
+                chosen = contraction_start(graph, weights, k, rng)
+            else:
+                chosen = greedy_start(graph, weights, k, rng)
+            log_pi = dirichlet_expected_log(prior_pi + np.bincount(chosen, minlength=k))
+            chosen = block_search(graph, weights, log_pi, chosen, rng)
+            resp = soften(chosen, k, self.init_smoothing)
+        state, run = self._vb(graph, priors, resp)
+        for _ in range(self.n_polish):
+            weights, _ = link_message_weights(
+                two_coin_expectations(state.alpha, state.beta), graph.worker, graph.labels
+            )
+            chosen = np.argmax(state.resp, axis=1)
+            moved = kempe_search(
+                graph, weights, dirichlet_expected_log(state.prevalence), chosen, rng
+            )
+            if np.array_equal(moved, chosen):
+                break
+            candidate, candidate_run = self._vb(
+                graph, priors, soften(moved, k, self.init_smoothing)
+            )
+            if candidate_run.history[-1] <= run.history[-1]:
+                break
+            state, run = candidate, candidate_run
+        return state, run
+
+    def _vb(self, graph: LinkGraph, priors, resp: np.ndarray):
+        """Coordinate-ascent VB from q(z) = ``resp`` over all links as one partition
+        (:func:`~crowdbayes.models.clustering.link_vb.iterate_link_vb`, the loop the
+        distributed fit runs too)."""
+        return iterate_link_vb(
+            resp,
+            priors,
+            LinkStatistics(graph),
+            graph.bounds,
+            max_iter=self.max_iter,
+            tol=self.tol,
+            progress=self.progress,
+        )
+
+    def _warn_unless_converged(self, run) -> None:
+        """A :class:`ConvergenceWarning` (pointing at the user's ``fit`` call) when the kept
+        run stopped at ``max_iter`` with a tolerance set."""
+        if self.tol is not None and not run.converged:
+            warnings.warn(
+                f"LinkClustering did not converge in {self.max_iter} sweeps (tol={self.tol}); "
+                "increase max_iter or tol",
+                ConvergenceWarning,
+                stacklevel=3,
+            )
+
+    def _set_results(
+        self, item_ids: pd.Index, item_codes, worker_ids: pd.Index, worker_links, state, run
+    ) -> None:
+        """Results in the user's ids: ``item_codes`` are the codes (into ``item_ids``) of the
+        items in internal order, ``worker_links`` every worker's number of links."""
+        sizes = state.resp.sum(axis=0)
+        relabel = np.argsort(-sizes, kind="stable")  # cluster 0 is the largest
+        resp = state.resp[:, relabel]
+        ids = item_ids[item_codes]
+        # report items in the order of their codes (first appearance), not colour order
+        back = np.argsort(item_codes, kind="stable")
+        ids, resp = ids[back], resp[back]
+        clusters = pd.RangeIndex(resp.shape[1], name="cluster")
+        self.probas_ = pd.DataFrame(resp, index=pd.Index(ids, name="item"), columns=clusters)
+        self.assignments_ = pd.Series(
+            np.argmax(resp, axis=1), index=self.probas_.index, name="cluster"
+        )
+        prevalence = state.prevalence[relabel]
+        self.prevalence_ = pd.Series(prevalence / prevalence.sum(), index=clusters, name="share")
+        self.n_clusters_used_ = int(self.assignments_.nunique())
+        self.workers_ = self._worker_table(worker_ids, worker_links, state)
+        self.elbo_history_ = run.history
+        self.elbo_ = run.history[-1]
+        self.n_iter_, self.converged_ = run.n_iter, run.converged
+
+    def _worker_table(self, worker_ids: pd.Index, worker_links, state: LinkVBState) -> pd.DataFrame:
+        columns = {}
+        for name, params in (("alpha", state.alpha), ("beta", state.beta)):
+            mean, sd, lower, upper, _ = dirichlet_marginal_summary(params, self.credible_level)
+            columns[name] = mean[:, 0]
+            columns[f"{name}_sd"] = sd[:, 0]
+            columns[f"{name}_lower"] = lower[:, 0]
+            columns[f"{name}_upper"] = upper[:, 0]
+        columns["n_links"] = np.asarray(worker_links, dtype=np.int64)
+        return pd.DataFrame(columns, index=pd.Index(worker_ids, name="worker"))

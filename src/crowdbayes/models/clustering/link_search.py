@@ -1,0 +1,314 @@
+r"""Searches over hard partitions that start and polish the VB of
+:class:`~crowdbayes.models.clustering.LinkClustering`.
+
+Why a search
+------------
+Links alone identify clusters only through items shared between workers: a worker's own
+grouping is always reproducible, and which global cluster each of their groups is must be
+inferred from the few items they share with others (and by exclusion). Mean field from a random
+:math:`q(z)` gives every task its own arbitrary labelling and stalls there, so every restart
+starts from a hard partition and moves whole groups of items, which coordinate ascent on single
+items cannot do.
+
+The objective
+-------------
+Every search here maximises the hard version of the VB objective,
+
+.. math::
+    S(z) = \sum_l w_l\,[z_{i_l} = z_{j_l}] + \sum_i \log\pi_{z_i},
+
+with :math:`w_l` the expected message weight of link :math:`l` (positive for a must-link,
+negative for a cannot-link; Luo et al. 2018, Eq. 14 with :math:`q(z)` one-hot) and
+:math:`\log\pi` the expected log proportions. Only improving moves are made, so :math:`S`
+rises until no move helps.
+
+The moves
+---------
+* :func:`contraction_start`: greedy additive edge contraction of the signed graph, which merges
+  groups without labelling them, then a conflict colouring of the components onto the K
+  clusters (:mod:`crowdbayes.models.clustering._contraction`; Keuper et al. 2015, Brélaz 1979).
+* :func:`greedy_start`: items placed one at a time, the most clear-cut first, each on the
+  cluster its placed partners favour.
+* :func:`block_search`: a *block* is a connected set of items joined by satisfied must-links.
+  A block moves to another cluster, trades clusters with a linked block, or is re-placed
+  jointly with the blocks it cannot-links (a worker's other groups) by an assignment problem.
+* :func:`kempe_swaps`: for clusters :math:`a, b`, a *Kempe chain* (Kempe 1879) is a connected
+  set of blocks of :math:`a` and :math:`b` joined by net cannot-links; exchanging :math:`a` and
+  :math:`b` on a whole chain relabels a region of tasks at once, a move no sequence of single
+  improving block moves reaches.
+
+:class:`~crowdbayes.models.clustering.LinkClustering` alternates the two starts over its
+restarts, improves each with :func:`block_search`, runs VB, and polishes the VB solution with
+:func:`kempe_search` (each followed by VB, kept while the ELBO rises). What these searches
+reach on the real MNIST annotations, and the searches tried before them, is recorded in
+``benchmarks/results/cluster_link_vb_notes.md``.
+
+References
+----------
+Luo, Y., Tian, T., Shi, J., Zhu, J. & Zhang, B. (2018). Semi-crowdsourced clustering with deep
+generative models. NeurIPS.
+Keuper, M., Levinkov, E., Bonneel, N., Lavoué, G., Brox, T. & Andres, B. (2015). Efficient
+decomposition of image and mesh graphs by lifted multicuts. ICCV.
+Brélaz, D. (1979). New methods to color the vertices of a graph. Communications of the ACM 22(4).
+Kempe, A. B. (1879). On the geographical problem of the four colours. American Journal of
+Mathematics 2(3).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.optimize import linear_sum_assignment
+from scipy.sparse.csgraph import connected_components
+
+from ._contraction import additive_contraction, component_weights, conflict_colouring
+from .link_graph import LinkGraph
+
+__all__ = [
+    "greedy_start",
+    "contraction_start",
+    "block_search",
+    "kempe_swaps",
+    "kempe_search",
+]
+
+
+def greedy_start(
+    graph: LinkGraph, weights: np.ndarray, n_clusters: int, rng: np.random.Generator
+) -> np.ndarray:
+    """Starting clusters by placing items one at a time, the most clear-cut first.
+
+    Every unplaced item keeps a score ``S[i, k] = Σ_{l ∋ i} w_l [z_partner(l) = k]`` over
+    its partners already placed; the next item placed is the one whose best cluster beats
+    its second best by the widest margin (ties broken at random), and it takes that
+    cluster. Must-links (w > 0) pull an item to a partner's cluster, cannot-links (w < 0)
+    push it off, so a worker's groups land on distinct clusters, items shared between tasks
+    carry the labels from one task to the next, and a group whose cluster is only fixed by
+    exclusion (all other clusters taken in its task) waits until it is. A random start
+    instead gives every task its own arbitrary labelling, which coordinate ascent cannot
+    reconcile across tasks. Returns the cluster of every item.
+    """
+    n, k = graph.n_items, n_clusters
+    score = np.zeros((n, k))
+    margin = np.zeros(n)
+    jitter = rng.random((n, k)) * 1e-9  # random tie-breaks, fixed for this start
+    placed = np.zeros(n, dtype=bool)
+    chosen = np.empty(n, dtype=np.int64)
+    for _ in range(n):
+        item = int(np.argmax(np.where(placed, -np.inf, margin + jitter[:, 0])))
+        cluster = int(np.argmax(score[item] + jitter[item]))
+        placed[item], chosen[item] = True, cluster
+        a, b = graph.indptr[item], graph.indptr[item + 1]
+        partners = graph.indices[a:b]
+        np.add.at(score[:, cluster], partners, weights[graph.link_of_entry[a:b]])
+        if k > 1:
+            top2 = -np.partition(-score[partners], 1, axis=1)[:, :2]
+            margin[partners] = top2[:, 0] - top2[:, 1]
+    return chosen
+
+
+def contraction_start(
+    graph: LinkGraph, weights: np.ndarray, n_clusters: int, rng: np.random.Generator
+) -> np.ndarray:
+    """Starting clusters by greedy additive edge contraction of the signed link graph,
+    then a conflict colouring of its components onto ``n_clusters`` clusters
+    (:mod:`crowdbayes.models.clustering._contraction`). Returns the cluster of every item."""
+    component = additive_contraction(graph.n_items, graph.left, graph.right, weights, rng)
+    between = component_weights(component, *graph.entries(weights))
+    sizes = np.bincount(component).astype(np.float64)
+    return conflict_colouring(between, sizes, n_clusters, rng)[component]
+
+
+def block_search(
+    graph: LinkGraph,
+    weights: np.ndarray,
+    log_pi: np.ndarray,
+    chosen: np.ndarray,
+    rng: np.random.Generator,
+    max_passes: int = 50,
+) -> np.ndarray:
+    """Improve hard assignments ``chosen`` by moving whole groups of items at once.
+
+    A *block* is a connected set of items joined by satisfied must-links (both ends in the
+    same cluster). Single items cannot leave such a group (its must-links hold them), so
+    coordinate ascent cannot fix a group placed on the wrong cluster; here each block may
+    move to another cluster, or trade clusters with a linked block (the move that resolves
+    two groups of one task sitting on each other's cluster). The objective is the hard
+    version of the VB objective, ``Σ_l w_l [z_i = z_j] + Σ_i log π_{z_i}`` (module
+    docstring); only improving moves are made, so it rises until no single move or swap helps.
+    """
+    k = log_pi.size
+    block, between, size, cluster = _block_graph(graph, weights, chosen)
+    n_blocks = size.size
+    score = np.asarray(between @ np.eye(k)[cluster]) + size[:, None] * log_pi
+
+    def move(b: int, target: int) -> None:
+        lo, hi = between.indptr[b], between.indptr[b + 1]
+        partners, w = between.indices[lo:hi], between.data[lo:hi]
+        score[partners, cluster[b]] -= w
+        score[partners, target] += w
+        cluster[b] = target
+
+    lookup = np.full(n_blocks, -1, dtype=np.int64)
+
+    def reassign_clique(b: int, partners: np.ndarray, w: np.ndarray) -> bool:
+        """Re-place ``b`` and the blocks it cannot-links with (those that all cannot-link
+        each other: a worker's other groups in a task) jointly on distinct clusters, by
+        an assignment problem; made only if the objective rises."""
+        candidates = partners[w < 0][np.argsort(w[w < 0])]
+        members = [b]
+        sub = _dense_block(between, np.concatenate([[b], candidates]), lookup)
+        kept = [0]
+        for position in range(1, sub.shape[0]):
+            if len(kept) < k and np.all(sub[position, kept] < 0):
+                kept.append(position)
+                members.append(int(candidates[position - 1]))
+        if len(members) < 2:
+            return False
+        members = np.array(members)
+        inner = sub[np.ix_(kept, kept)]
+        old = cluster[members]
+        same_old = old[:, None] == old[None, :]
+        external = score[members] - inner @ np.eye(k)[old]
+        rows, cols = linear_sum_assignment(external, maximize=True)
+        new = np.empty_like(old)
+        new[rows] = cols
+        gain = external[rows, cols].sum() - (
+            external[np.arange(members.size), old].sum() + 0.5 * inner[same_old].sum()
+        )
+        if gain <= 1e-9 or np.array_equal(new, old):
+            return False
+        for member, target in zip(members, new, strict=True):
+            if cluster[member] != target:
+                move(int(member), int(target))
+        return True
+
+    for _ in range(max_passes):
+        improved = False
+        for b in rng.permutation(n_blocks):
+            here = cluster[b]
+            best_gain, best = 1e-9, None
+            target = int(np.argmax(score[b]))
+            if score[b, target] - score[b, here] > best_gain:
+                best_gain, best = score[b, target] - score[b, here], (target, None)
+            lo, hi = between.indptr[b], between.indptr[b + 1]
+            partners, w = between.indices[lo:hi], between.data[lo:hi]
+            there = cluster[partners]
+            gain = (
+                score[b, there]
+                - score[b, here]
+                + score[partners, here]
+                - score[partners, there]
+                - 2.0 * w
+            )
+            gain[there == here] = -np.inf
+            if gain.size and gain.max() > best_gain:
+                c = int(np.argmax(gain))
+                best_gain, best = gain[c], (int(there[c]), int(partners[c]))
+            if best is not None:
+                target, other = best
+                move(b, target)
+                if other is not None:
+                    move(other, here)
+                improved = True
+            elif partners.size:
+                improved |= reassign_clique(b, partners, w)
+        if not improved:
+            break
+    return cluster[block]
+
+
+def kempe_swaps(
+    graph: LinkGraph, weights: np.ndarray, log_pi: np.ndarray, chosen: np.ndarray
+) -> tuple[np.ndarray, float]:
+    """One pass of Kempe-chain swaps over every pair of clusters; returns the new hard
+    assignments and the rise of the hard objective (that of :func:`block_search`).
+
+    For clusters ``a`` and ``b``, a *chain* is a connected set of blocks of ``a`` and ``b``
+    joined by net cannot-links (negative summed weight). Exchanging ``a`` and ``b`` on a whole
+    chain leaves every link inside it as it was (its groups stay apart) and every link to
+    the other clusters too; only the links between the chain and the rest of ``a ∪ b`` (net
+    must-links, by construction) change. This relabels a whole region of tasks at once:
+    the move that repairs two clusters swapped on one side of a shared image, which no
+    sequence of single improving block moves reaches. The best improving chain of each pair
+    is swapped.
+    """
+    block, between, size, cluster = _block_graph(graph, weights, chosen)
+    between = between.tocoo()
+    i, j, w = between.row, between.col, between.data
+    n_blocks, k = size.size, log_pi.size
+    total = 0.0
+    for a in range(k):
+        for b in range(a + 1, k):
+            in_pair = (cluster == a) | (cluster == b)
+            edge = in_pair[i] & in_pair[j]
+            ii, jj, ww = i[edge], j[edge], w[edge]
+            apart = ww < 0
+            chains = sp.csr_matrix(
+                (np.ones(apart.sum()), (ii[apart], jj[apart])), shape=(n_blocks, n_blocks)
+            )
+            n_chains, chain = connected_components(chains, directed=False)
+            crossing = chain[ii] != chain[jj]
+            flip = ww * (1.0 - 2.0 * (cluster[ii] == cluster[jj]))
+            gain = np.bincount(
+                chain[ii[crossing]], weights=flip[crossing], minlength=n_chains
+            ).astype(np.float64)
+            size_a = np.bincount(chain, weights=size * (cluster == a), minlength=n_chains)
+            size_b = np.bincount(chain, weights=size * (cluster == b), minlength=n_chains)
+            gain += (size_a - size_b) * (log_pi[b] - log_pi[a])
+            gain[size_a + size_b == 0] = -np.inf
+            best = int(np.argmax(gain))
+            if gain[best] > 1e-9:
+                members = in_pair & (chain == best)
+                cluster[members] = np.where(cluster[members] == a, b, a)
+                total += float(gain[best])
+    return cluster[block], total
+
+
+def kempe_search(
+    graph: LinkGraph,
+    weights: np.ndarray,
+    log_pi: np.ndarray,
+    chosen: np.ndarray,
+    rng: np.random.Generator,
+    max_passes: int = 20,
+) -> np.ndarray:
+    """:func:`block_search`, then passes of :func:`kempe_swaps` each followed by
+    :func:`block_search`, while the hard objective rises."""
+    chosen = block_search(graph, weights, log_pi, chosen, rng)
+    for _ in range(max_passes):
+        chosen, gain = kempe_swaps(graph, weights, log_pi, chosen)
+        if gain <= 1e-9:
+            break
+        chosen = block_search(graph, weights, log_pi, chosen, rng)
+    return chosen
+
+
+def _block_graph(graph: LinkGraph, weights: np.ndarray, chosen: np.ndarray):
+    """Blocks of ``chosen`` (components of its satisfied must-links): ``(block, between,
+    size, cluster)`` with the block of every item, the summed link weights between blocks
+    (symmetric CSR, no diagonal), block sizes and block clusters."""
+    n = graph.n_items
+    rows, cols, entry_w = graph.entries(weights)
+    held = (entry_w > 0) & (chosen[rows] == chosen[cols])
+    glue = sp.csr_matrix((np.ones(held.sum()), (rows[held], cols[held])), shape=(n, n))
+    n_blocks, block = connected_components(glue, directed=False)
+    between = component_weights(block, rows, cols, entry_w)
+    size = np.bincount(block, minlength=n_blocks).astype(np.float64)
+    cluster = np.empty(n_blocks, dtype=np.int64)
+    cluster[block] = chosen
+    return block, between, size, cluster
+
+
+def _dense_block(matrix: sp.csr_matrix, rows: np.ndarray, lookup: np.ndarray) -> np.ndarray:
+    """``matrix[rows][:, rows]`` as a dense array, reading only those rows (``lookup`` is a
+    scratch array of -1s as long as the matrix, restored on return)."""
+    lookup[rows] = np.arange(rows.size)
+    out = np.zeros((rows.size, rows.size))
+    for i, row in enumerate(rows):
+        lo, hi = matrix.indptr[row], matrix.indptr[row + 1]
+        where = lookup[matrix.indices[lo:hi]]
+        inside = where >= 0
+        out[i, where[inside]] = matrix.data[lo:hi][inside]
+    lookup[rows] = -1
+    return out

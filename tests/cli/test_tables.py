@@ -1,0 +1,61 @@
+"""The model tables of the command line: parser, ``--help`` and README cannot drift apart."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import pytest
+
+import crowdbayes
+from crowdbayes.cli import _parser
+from crowdbayes.cli._models import TABLES, readme_tables
+
+README = Path(__file__).resolve().parents[2] / "README.md"
+
+
+def _fit_parser(command: str) -> argparse.ArgumentParser:
+    parser = _parser()
+    commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    actions = commands.choices[command]
+    sub = next(a for a in actions._actions if isinstance(a, argparse._SubParsersAction))
+    return sub.choices["fit"]
+
+
+def test_every_fit_command_has_a_table():
+    assert set(TABLES) == {"labels", "rank", "prefs", "cluster"}
+
+
+@pytest.mark.parametrize("command", ["labels", "rank", "prefs", "cluster"])
+def test_parser_and_help_come_from_the_table(command):
+    table = TABLES[command]
+    fit = _fit_parser(command)
+    model = next(a for a in fit._actions if a.dest == "model")
+    assert list(model.choices) == list(table.models)
+    assert model.default == table.default
+    text = fit.format_help()
+    for name, spec in table.models.items():
+        assert f"  {name}" in text and spec.help in text
+        assert spec.load_class() in crowdbayes.list_models()
+    for flag in table.options:
+        assert flag in text
+        users = [n for n, s in table.models.items() if flag in s.options]
+        assert users, f"{flag} applies to no model"
+
+
+def test_every_model_has_a_command():
+    """Each estimator is reachable from the command line under exactly one name."""
+    names = [spec.class_name for t in TABLES.values() for spec in t.models.values()]
+    assert sorted(names) == sorted(cls.__name__ for cls in crowdbayes.list_models())
+
+
+def test_the_readme_shows_the_tables():
+    text = README.read_text(encoding="utf-8")
+    start, end = "<!-- model tables: begin -->", "<!-- model tables: end -->"
+    assert start in text and end in text
+    shown = text.split(start, 1)[1].split(end, 1)[0].strip()
+    assert shown == readme_tables(), (
+        "README's model tables differ from the command line's; paste the output of\n"
+        "python -c 'from crowdbayes.cli import _models as m; import crowdbayes.cli; "
+        "print(m.readme_tables())'"
+    )

@@ -1,0 +1,223 @@
+"""One small problem per model family, scored at the model's *default* settings.
+
+Used by the shared estimator test (``tests/test_estimators.py``) for its quality floors, and
+runnable on its own to measure the floors' values::
+
+    CROWDBAYES_DATA=../shared/data .venv/bin/python tests/quality_problems.py [ClassName ...]
+
+Every problem uses real data where the family has it (RTE for labels, car choice and UKPConvArg
+for Plackett–Luce, one UKPConvArg fold for GP preferences) and data simulated from the model
+otherwise (communities; the pinwheel of Luo et al. 2018 for the clustering models). Only
+public names of crowdbayes are used.
+"""
+
+from __future__ import annotations
+
+import sys
+from functools import cache
+
+import numpy as np
+import pandas as pd
+
+
+# ------------------------------------------------------------------------------- labels
+def labels_rte(cls) -> dict:
+    """Accuracy on RTE's 800 gold tasks (Snow et al. 2008), the gold never given to the model."""
+    from crowdbayes.datasets import load_labels
+    from crowdbayes.metrics import accuracy
+
+    data = load_labels("rte")
+    model = cls().fit(data.labels)
+    return {"accuracy": accuracy(data.gold, model.labels_)}
+
+
+# ------------------------------------------------------------------------------- rankings
+@cache
+def car_split():
+    """Car choice (McFadden & Train 2000): the first 80% of the people train, the rest test;
+    features standardised on the training cars."""
+    from crowdbayes.datasets import load_car_choice
+
+    data = load_car_choice()
+    table = data.rankings
+    people = data.person.reindex(table["query"]).to_numpy()
+    everyone = pd.unique(people)
+    training_people = set(everyone[: int(0.8 * len(everyone))])
+    in_train = np.array([p in training_people for p in people])
+    train, test = table[in_train], table[~in_train]
+    train_items = train["item"].unique()
+    mean = data.items.loc[train_items].mean()
+    sd = data.items.loc[train_items].std().replace(0.0, 1.0)
+    return train, test, (data.items - mean) / sd
+
+
+def rank_car_choice(cls) -> dict:
+    """Held-out choice accuracy and mean log-likelihood per choice (uniform: log 1/6 = −1.79)."""
+    from crowdbayes import Rankings
+
+    train, test, items = car_split()
+    model = cls().fit(Rankings(train, items))
+    test_rankings = Rankings(test, items)
+    log_p = model.choice_log_proba(test_rankings, random_state=0)
+    scores = model.score(items.loc[test["item"].unique()])["mean"]
+    frame = test.assign(score=scores.reindex(test["item"]).to_numpy())
+    best = frame.loc[frame.groupby("query")["score"].idxmax()]
+    return {"accuracy": float((best["rank"] == 1).mean()), "log_lik": float(np.mean(log_p))}
+
+
+def rank_simulated_pairs(cls) -> dict:
+    """Feature-less models cannot score car choice's cars (each is seen once) and the
+    maximum-likelihood scores of ``PlackettLuceMM``'s default do not exist on UKPConvArg's
+    sparse pairs (arguments that never lose), so these models are scored on recovery: 40 items
+    with log-scores ~ N(0, 1), 1,500 random pairs decided by Bradley–Terry, seed 0; Spearman
+    correlation between the estimated and the true log-scores."""
+    from scipy.stats import spearmanr
+
+    from crowdbayes import Rankings
+
+    rng = np.random.default_rng(0)
+    strength = rng.normal(size=40)
+    left = rng.integers(40, size=1500)
+    right = (left + rng.integers(1, 40, size=1500)) % 40
+    wins = rng.random(1500) < 1 / (1 + np.exp(strength[right] - strength[left]))
+    ids = np.array([f"i{k}" for k in range(40)])
+    pairs = pd.DataFrame(
+        {"left": ids[left], "right": ids[right], "label": np.where(wins, ids[left], ids[right])}
+    )
+    model = cls().fit(Rankings.from_pairs(pairs))
+    estimate = model.score()["mean"].reindex(ids).to_numpy()
+    return {"spearman": float(spearmanr(estimate, strength).statistic)}
+
+
+# ------------------------------------------------------------------------------- preferences
+@cache
+def ukp_fold(variant: str):
+    """Leave-one-topic-out on UKPConvArg (the papers' protocol), the first topic held out:
+    train on the other topics' pairs (``variant``), test on the topic's gold (Strict) pairs;
+    items described by their MiniLM sentence embeddings."""
+    from crowdbayes.datasets import load_ukpconvarg
+
+    data = load_ukpconvarg(variant, embed=True)
+    gold = load_ukpconvarg("strict").pairs
+    topic = sorted(gold["topic"].unique())[0]
+    columns = ["worker", "left", "right", "label"] if variant == "crowdsample" else None
+    columns = columns or ["left", "right", "label"]
+    train = data.pairs[data.pairs["topic"] != topic][columns].reset_index(drop=True)
+    return train, gold[gold["topic"] == topic], data.features
+
+
+def prefs_ukp_fold(cls, variant: str = "strict") -> dict:
+    """Accuracy on the held-out topic's gold pairs (every test argument unseen in training)."""
+    train, test, features = ukp_fold(variant)
+    model = cls().fit(train, features)
+    p = np.asarray(model.predict_proba(test["left"], test["right"]))
+    return {"accuracy": float(((p > 0.5) == (test["label"] == test["left"])).mean())}
+
+
+def communities_simulated(cls) -> dict:
+    """Adjusted Rand index between the point partition and the planted communities (60 users,
+    30 items, 3 communities, 15 comparisons per user, seed 0)."""
+    from crowdbayes.metrics import adjusted_rand_index
+    from crowdbayes.models.communities import simulate_community_preferences
+
+    sim = simulate_community_preferences(
+        n_users=60, n_items=30, n_communities=3, pairs_per_user=15, random_state=0
+    )
+    model = cls().fit(sim.comparisons, sim.items)
+    truth = sim.membership.reindex(model.partition_.index)
+    return {"ari": adjusted_rand_index(truth.to_numpy(), model.partition_.to_numpy())}
+
+
+# ------------------------------------------------------------------------------- clustering
+@cache
+def pinwheel(seed: int = 0):
+    """The pinwheel of Luo et al. (2018, §5.1): 5 arms × 100 points, 100 points annotated by
+    20 workers × 49 pairs with α = β = 0.9 (as in benchmarks/cluster_pinwheel.py)."""
+    from crowdbayes.datasets.clustering import make_pinwheel, simulate_pair_links
+
+    X, y = make_pinwheel(random_state=seed)
+    annotated = np.random.default_rng(seed).choice(len(X), size=100, replace=False)
+    sim = simulate_pair_links(
+        y,
+        n_workers=20,
+        pairs_per_worker=49,
+        alpha=0.9,
+        beta=0.9,
+        items=annotated,
+        random_state=seed,
+    )
+    return X, y, sim.to_links(observations=X)
+
+
+def cluster_links_pinwheel(cls) -> dict:
+    """Links only: NMI on the annotated points (the only ones the model sees)."""
+    from crowdbayes.metrics.clustering import normalized_mutual_info
+
+    _, y, links = pinwheel()
+    model = cls().fit(links)
+    items = model.assignments_.index.to_numpy().astype(int)
+    return {"nmi": normalized_mutual_info(y[items], model.assignments_.to_numpy())}
+
+
+def cluster_deep_pinwheel(cls) -> dict:
+    """Features and links: accuracy (best one-to-one matching) and NMI on all 500 points."""
+    from crowdbayes.metrics.clustering import normalized_mutual_info, unsupervised_accuracy
+
+    X, y, links = pinwheel()
+    model = cls(random_state=0).fit(X, links)
+    pred = model.assignments_.to_numpy()
+    return {
+        "accuracy": unsupervised_accuracy(y, pred),
+        "nmi": normalized_mutual_info(y, pred),
+    }
+
+
+def measure(name: str) -> dict:
+    import time
+
+    import crowdbayes
+    from crowdbayes.models import clustering, communities, gp_preference, plackett_luce
+
+    families = [crowdbayes, plackett_luce, gp_preference, communities, clustering]
+    if name in ("SCDC", "BayesSCDC"):
+        from crowdbayes.models.clustering import deep
+
+        families.append(deep)
+    cls = next(getattr(m, name) for m in families if hasattr(m, name))
+    problem = PROBLEM_OF[name]
+    start = time.perf_counter()
+    result = problem(cls)
+    return {**result, "seconds": round(time.perf_counter() - start, 1)}
+
+
+PROBLEM_OF = {
+    "MajorityVote": labels_rte,
+    "DawidSkene": labels_rte,
+    "BayesianDawidSkene": labels_rte,
+    "CommunityDawidSkene": labels_rte,
+    "HierarchicalAnnotation": labels_rte,
+    "PlackettLuceVI": rank_car_choice,
+    "PlackettLuceMAP": rank_car_choice,
+    "PlackettLuceMM": rank_simulated_pairs,
+    "PlackettLuceGibbs": rank_simulated_pairs,
+    "GPPL": prefs_ukp_fold,
+    "GPPLVI": prefs_ukp_fold,
+    "GPPLLaplace": prefs_ukp_fold,
+    "GPPreferenceEP": prefs_ukp_fold,
+    "CrowdGPPL": lambda cls: prefs_ukp_fold(cls, "crowdsample"),
+    "CommunityPreferences": communities_simulated,
+    "LinkClustering": cluster_links_pinwheel,
+    "SCDC": cluster_deep_pinwheel,
+    "BayesSCDC": cluster_deep_pinwheel,
+}
+
+
+if __name__ == "__main__":
+    import os
+    import warnings
+
+    for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ.setdefault(var, "1")
+    warnings.simplefilter("ignore")
+    for name in sys.argv[1:] or list(PROBLEM_OF):
+        print(name, measure(name), flush=True)
