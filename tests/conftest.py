@@ -30,6 +30,18 @@ def data_root() -> Path:
     return root
 
 
+#: fixtures that make a test slow by nature: the shared real data sets, a Dask cluster
+_SLOW_FIXTURES = ("data_root", "client")
+
+
+def pytest_collection_modifyitems(config, items) -> None:
+    """Tests on the shared real data or on a Dask cluster are ``slow`` (left out by
+    ``make test-fast``, run by ``make test``), as are those marked so one by one."""
+    for item in items:
+        if any(name in getattr(item, "fixturenames", ()) for name in _SLOW_FIXTURES):
+            item.add_marker(pytest.mark.slow)
+
+
 def pytest_configure(config) -> None:
     """On CI every optional dependency the tests use is installed (``make test`` installs the
     dev extra and torch), so an import that would make ``pytest.importorskip`` skip a test

@@ -5,10 +5,12 @@ runnable on its own to measure the floors' values::
 
     CROWDBAYES_DATA=../shared/data .venv/bin/python tests/quality_problems.py [ClassName ...]
 
-Every problem uses real data where the family has it (RTE for labels, car choice and UKPConvArg
-for Plackett–Luce, one UKPConvArg fold for GP preferences) and data simulated from the model
-otherwise (communities; the pinwheel of Luo et al. 2018 for the clustering models). Only
-public names of crowdbayes are used.
+Every model is built with its defaults, the seed aside (``random_state=0`` where the model has
+one, so that the measured values are reproducible). Every problem uses real data where the
+family has it (RTE for labels, car choice for Plackett–Luce with features, one UKPConvArg fold
+for GP preferences) and data simulated from the model otherwise (feature-less Plackett–Luce,
+communities; the pinwheel of Luo et al. 2018 for the clustering models). Only public names of
+crowdbayes are used.
 """
 
 from __future__ import annotations
@@ -20,6 +22,11 @@ import numpy as np
 import pandas as pd
 
 
+def default(cls):
+    """``cls`` at its default settings, seeded."""
+    return cls(random_state=0) if "random_state" in cls._param_names() else cls()
+
+
 # ------------------------------------------------------------------------------- labels
 def labels_rte(cls) -> dict:
     """Accuracy on RTE's 800 gold tasks (Snow et al. 2008), the gold never given to the model."""
@@ -27,7 +34,7 @@ def labels_rte(cls) -> dict:
     from crowdbayes.metrics import accuracy
 
     data = load_labels("rte")
-    model = cls().fit(data.labels)
+    model = default(cls).fit(data.labels)
     return {"accuracy": accuracy(data.gold, model.labels_)}
 
 
@@ -56,7 +63,7 @@ def rank_car_choice(cls) -> dict:
     from crowdbayes import Rankings
 
     train, test, items = car_split()
-    model = cls().fit(Rankings(train, items))
+    model = default(cls).fit(Rankings(train, items))
     test_rankings = Rankings(test, items)
     log_p = model.choice_log_proba(test_rankings, random_state=0)
     scores = model.score(items.loc[test["item"].unique()])["mean"]
@@ -84,7 +91,7 @@ def rank_simulated_pairs(cls) -> dict:
     pairs = pd.DataFrame(
         {"left": ids[left], "right": ids[right], "label": np.where(wins, ids[left], ids[right])}
     )
-    model = cls().fit(Rankings.from_pairs(pairs))
+    model = default(cls).fit(Rankings.from_pairs(pairs))
     estimate = model.score()["mean"].reindex(ids).to_numpy()
     return {"spearman": float(spearmanr(estimate, strength).statistic)}
 
@@ -109,7 +116,7 @@ def ukp_fold(variant: str):
 def prefs_ukp_fold(cls, variant: str = "strict") -> dict:
     """Accuracy on the held-out topic's gold pairs (every test argument unseen in training)."""
     train, test, features = ukp_fold(variant)
-    model = cls().fit(train, features)
+    model = default(cls).fit(train, features)
     p = np.asarray(model.predict_proba(test["left"], test["right"]))
     return {"accuracy": float(((p > 0.5) == (test["label"] == test["left"])).mean())}
 
@@ -123,7 +130,7 @@ def communities_simulated(cls) -> dict:
     sim = simulate_community_preferences(
         n_users=60, n_items=30, n_communities=3, pairs_per_user=15, random_state=0
     )
-    model = cls().fit(sim.comparisons, sim.items)
+    model = default(cls).fit(sim.comparisons, sim.items)
     truth = sim.membership.reindex(model.partition_.index)
     return {"ari": adjusted_rand_index(truth.to_numpy(), model.partition_.to_numpy())}
 
@@ -154,7 +161,7 @@ def cluster_links_pinwheel(cls) -> dict:
     from crowdbayes.metrics.clustering import normalized_mutual_info
 
     _, y, links = pinwheel()
-    model = cls().fit(links)
+    model = default(cls).fit(links)
     items = model.assignments_.index.to_numpy().astype(int)
     return {"nmi": normalized_mutual_info(y[items], model.assignments_.to_numpy())}
 
@@ -164,7 +171,7 @@ def cluster_deep_pinwheel(cls) -> dict:
     from crowdbayes.metrics.clustering import normalized_mutual_info, unsupervised_accuracy
 
     X, y, links = pinwheel()
-    model = cls(random_state=0).fit(X, links)
+    model = default(cls).fit(X, links)
     pred = model.assignments_.to_numpy()
     return {
         "accuracy": unsupervised_accuracy(y, pred),

@@ -214,6 +214,7 @@ def test_bad_npy_features(tmp_path, sim, links_csv, capsys):
     assert not (tmp_path / "a.csv").exists()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("model", ["scdc", "bayes-scdc"])
 @pytest.mark.parametrize("form", ["csv", "npy"])
 def test_deep_models_end_to_end(tmp_path, sim, capsys, model, form):
@@ -269,3 +270,16 @@ def test_cuda_without_a_gpu_is_one_line(tmp_path, sim, links_csv, capsys):
                "bayes-scdc", "--device", "cuda", "--out", tmp_path / "a.csv")  # fmt: skip
     assert code == 2
     assert "--device cuda: PyTorch sees no CUDA device here" in capsys.readouterr().err
+
+
+def test_save_writes_a_model_that_loads_with_the_same_clusters(tmp_path, links_csv):
+    from crowdbayes import LinkClustering, load
+
+    out, model_file = tmp_path / "a.csv", tmp_path / "m.npz"
+    code = run("cluster", "fit", "--links", links_csv, "--clusters", 3, "--out", out,
+               "--save", model_file)  # fmt: skip
+    assert code == 0
+    model = load(model_file)
+    assert isinstance(model, LinkClustering) and model.n_clusters == 3
+    written = pd.read_csv(out, index_col=0, dtype={"item": str})
+    assert (model.assignments_.reindex(written.index).to_numpy() == written["cluster"]).all()

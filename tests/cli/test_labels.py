@@ -154,8 +154,8 @@ def test_save_model_then_continue_from_it(small_labels, tmp_path, capsys):
     [
         (["--model", "hierarchical", "--backend", "dask"], "--backend dask works with --model"),
         (["--model", "ds", "--backend", "dask"], "--backend dask needs --out DIRECTORY"),
-        (["--model", "mv", "--save-model", "m.npz"], "need an iterative model (ds or bayes-ds)"),
-        (["--model", "community-ds", "--init-model", "m.npz"], "--save-model/--init-model work"),
+        (["--model", "mv", "--init-model", "m.npz"], "--init-model works with --model ds, bayes"),
+        (["--model", "community-ds", "--init-model", "m.npz"], "got community-ds"),
         (["--model", "ds", "--grouped"], "--grouped needs --backend dask"),
         (["--model", "ds", "--init-model", "missing.npz"], "model file not found"),
     ],
@@ -164,6 +164,21 @@ def test_scale_options_are_checked(options, message, small_labels, tmp_path, cap
     assert main(["labels", "fit", str(small_labels), *options]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and message in err[0]
+
+
+@pytest.mark.parametrize("model", ["mv", "community-ds", "hierarchical"])
+def test_any_model_is_saved_and_loads_with_its_results(model, small_labels, tmp_path):
+    from crowdbayes import load
+
+    out, model_file = tmp_path / "tasks.csv", tmp_path / "m.npz"
+    options = (
+        ["--chains", "2", "--warmup", "5", "--samples", "10"] if model == "hierarchical" else []
+    )
+    command = ["labels", "fit", str(small_labels), "--model", model, "--out", str(out)]
+    assert main([*command, "--save-model", str(model_file), *options]) == 0
+    saved = load(model_file)
+    written = pd.read_csv(out, index_col=0)
+    assert list(saved.labels_.astype(str)) == list(written["label"].astype(str))
 
 
 def test_partial_update_of_a_saved_model(small_labels, tmp_path, capsys):

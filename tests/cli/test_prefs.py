@@ -142,6 +142,7 @@ def test_errors_are_one_line_and_leave_no_output(files, capsys):
     )
 
 
+@pytest.mark.slow
 def test_dpm_gp_fit_predict_and_communities(files, capsys):
     tmp, paths = files
     model, out, table = tmp / "dpm.npz", tmp / "p.csv", tmp / "communities.csv"

@@ -21,6 +21,7 @@ def files(tmp_path):
     return tmp_path, rankings_path, items_path, pairs_path
 
 
+@pytest.mark.slow
 def test_fit_save_predict(files, capsys):
     tmp, rankings, items, pairs = files
     model, scores, out = tmp / "m.npz", tmp / "scores.csv", tmp / "p.csv"

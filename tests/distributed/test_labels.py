@@ -275,6 +275,7 @@ def test_false_grouped_promise_is_refused(client, data, tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["in"]
 
 
+@pytest.mark.slow
 def test_cli_dask_local_cluster_one_line_error(data, tmp_path, capsys):
     from crowdbayes.cli import main
 

@@ -116,7 +116,9 @@ def register(commands) -> None:
         help="dask: re-read the input every iteration instead of keeping it in worker memory "
         "(needs --grouped)",
     )
-    scale.add_argument("--save-model", help="save the fitted model here (.npz, no pickle)")
+    scale.add_argument(
+        "--save-model", help="save the fitted model here (.npz, no pickle; any model)"
+    )
     scale.add_argument(
         "--init-model",
         help="continue from a model saved with --save-model: a warm start on INPUT (all labels)",
@@ -224,15 +226,16 @@ def _task_table(model) -> pd.DataFrame:
 
 
 def _check_scale_options(args: argparse.Namespace) -> None:
-    statistics_models = ("mv", "ds", "bayes-ds")
-    if args.backend == "dask" or args.save_model or args.init_model:
-        if args.model not in statistics_models:
-            what = "--backend dask" if args.backend == "dask" else "--save-model/--init-model"
-            raise CommandError(
-                f"{what} works with --model {', '.join(statistics_models)}; got {args.model}"
-            )
-    if (args.save_model or args.init_model) and args.model == "mv":
-        raise CommandError("--save-model/--init-model need an iterative model (ds or bayes-ds)")
+    statistics_models, iterative = ("mv", "ds", "bayes-ds"), ("ds", "bayes-ds")
+    if args.backend == "dask" and args.model not in statistics_models:
+        raise CommandError(
+            f"--backend dask works with --model {', '.join(statistics_models)}; got {args.model}"
+        )
+    if args.init_model and args.model not in iterative:
+        raise CommandError(
+            f"--init-model works with --model {', '.join(iterative)} (a warm start of their "
+            f"iterations); got {args.model}"
+        )
     if args.partial and not args.init_model:
         raise CommandError("--partial needs --init-model (the model to update)")
     if args.backend == "memory":

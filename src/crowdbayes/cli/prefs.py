@@ -103,8 +103,9 @@ PREFS = ModelTable(
         Option(
             "--lengthscale",
             "lengthscale",
-            "'median' (default), 'scaled_median' (high-dimensional features) or a number",
-            positive_float("--lengthscale", words=("median", "scaled_median")),
+            "'auto' (default: the per-feature median heuristic times the square root of the "
+            "number of features), 'median', 'scaled_median' or a number",
+            positive_float("--lengthscale", words=("auto", "median", "scaled_median")),
         ),
         Option(
             "--ties", "ties", "'equal' labels: drop (default) or half", choices=("drop", "half")

@@ -252,6 +252,7 @@ def test_not_fitted_and_mismatched_links():
         BayesSCDC(decoder="bernoulli", epochs=1).fit(X)
 
 
+@pytest.mark.slow
 def test_import_crowdbayes_does_not_import_torch():
     code = "import sys, crowdbayes; print('torch' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
@@ -305,6 +306,7 @@ def test_link_weight_scales_the_relational_part_of_both_models():
     assert np.abs(plain).max() > 0
 
 
+@pytest.mark.slow
 def test_scdc_link_weight_lets_links_override_the_dominant_feature_split():
     """Features split strongly along x, the links describe a weaker split along y: with the
     plain likelihood the generative part wins; with a tempered-up link likelihood and
@@ -373,6 +375,7 @@ def _same_fit(loaded, model, X_new) -> None:
     np.testing.assert_array_equal(loaded.predict(X_new), model.predict(X_new))
 
 
+@pytest.mark.slow
 def test_bayes_scdc_save_and_load_predict_identically(blob_fit, tmp_path):
     import crowdbayes
 

@@ -315,6 +315,7 @@ def small_fit(seed, **kw):
     return CommunityPreferences(**params).fit(sim.comparisons, items=sim.items)
 
 
+@pytest.mark.slow
 def test_same_seed_same_draws_and_chains_differ():
     a, b = (
         small_fit(7, concentration_prior=(1.0, 1.0)),

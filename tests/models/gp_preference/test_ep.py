@@ -96,6 +96,7 @@ def test_estimator_tie_policies_and_feature_free_prior():
         plain.predict_proba(["zz"], [frame["left"].iloc[0]])
 
 
+@pytest.mark.slow
 def test_estimator_lengthscale_optimisation_raises_the_evidence():
     frame, items, _ = simulated(p=150)
     start = GPPreferenceEP(noise=0.3, lengthscale=0.05).fit(frame, items=items)
@@ -165,7 +166,9 @@ def test_estimator_errors():
         GPPreferenceEP(ties="ignore").fit(frame, items=items)
     with pytest.raises(
         ValueError,
-        match=re.escape("parameter 'lengthscale' must be one of 'median', 'scaled_median' or"),
+        match=re.escape(
+            "parameter 'lengthscale' must be one of 'auto', 'median', 'scaled_median' or"
+        ),
     ):
         GPPreferenceEP(lengthscale="mean").fit(frame, items=items)
     with pytest.raises(ValueError, match=r"parameter 'damping' must be a number in \(0, 1\]"):

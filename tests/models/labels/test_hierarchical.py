@@ -167,6 +167,7 @@ FIXED_TOY_K3 = toy(
 )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sampler", ["blocked", "collapsed"])
 @pytest.mark.parametrize(
     "name, frame, prior",
@@ -196,6 +197,7 @@ def test_gibbs_matches_exact_posterior_fixed_hyperprior(sampler, name, frame, pr
     assert_matches_exact(mean, se, exact)
 
 
+@pytest.mark.slow
 def test_gibbs_matches_exact_posterior_sampled_hyperprior():
     """θ integrated against s ~ Pareto(1.5, 1), m ~ U(0, 1) by 2-D quadrature; both samplers.
 
@@ -247,6 +249,7 @@ def test_quadrature_reference_is_converged():
 # ---------------------------------------------------------------------------- coverage
 
 
+@pytest.mark.slow
 def test_credible_intervals_cover_true_worker_parameters():
     # 200 workers drawn from the model's own prior family (Beta(7.5, 2.5) sensitivities and
     # specificities: mean 0.75, scale 10 ≥ s_min), 50 labels each. Intervals at 90%: about 90%
@@ -322,6 +325,7 @@ def test_fixed_hyperprior_keeps_the_prior():
 # ---------------------------------------------------------------------------- label switching
 
 
+@pytest.mark.slow
 def test_relabelling_keeps_weak_data_in_the_pivot_mode():
     """Few, noisy labels: the chains wander into the mirror labelling and are mapped back."""
     data = simulate_labels(
@@ -344,6 +348,7 @@ def test_relabelling_keeps_weak_data_in_the_pivot_mode():
         )
 
 
+@pytest.mark.slow
 def test_no_relabelling_on_easy_data():
     data = simulate_labels(
         n_tasks=300, n_workers=10, labels_per_task=5, accuracy_mean=0.8,
@@ -370,6 +375,7 @@ def adversarial_majority(seed: int = 0, n_tasks: int = 60, n_gold: int = 12):
     return frame, truth, truth.iloc[:n_gold]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sampler", ["blocked", "collapsed"])
 @pytest.mark.parametrize("hyperprior", ["sample", "moment"])
 def test_gold_identifies_classes_against_an_adversarial_majority(sampler, hyperprior):
@@ -419,6 +425,7 @@ def easy_labels() -> Labels:
     ).to_labels()  # fmt: skip
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sampler", ["blocked", "collapsed"])
 def test_same_seed_same_result_different_seed_different(sampler, easy_labels):
     options = dict(n_chains=2, n_warmup=10, n_samples=20, sampler=sampler)
@@ -435,6 +442,7 @@ def test_same_seed_same_result_different_seed_different(sampler, easy_labels):
     assert np.array_equal(np.random.get_state()[1], state[1])  # noqa: NPY002
 
 
+@pytest.mark.slow
 def test_diagnostics_on_easy_data(easy_labels):
     model = HierarchicalAnnotation(n_chains=3, n_warmup=50, n_samples=100, random_state=0)
     model.fit(easy_labels)
@@ -472,6 +480,7 @@ def test_multimodal_chains_show_in_rhat():
     assert np.nanmax(model.probas_rhat_.to_numpy()) > 1.1 or model.max_rhat_ > 1.1
 
 
+@pytest.mark.slow
 def test_keep_trace_gives_draws_and_quantile_intervals(easy_labels):
     model = HierarchicalAnnotation(
         n_chains=2, n_warmup=10, n_samples=40, keep_trace=True, credible_level=0.8, random_state=0
@@ -500,6 +509,7 @@ def test_single_chain_runs_without_numerical_warnings(easy_labels):
     assert model.probas_.shape == (easy_labels.n_tasks, 3)
 
 
+@pytest.mark.slow
 def test_vb_initialisation_agrees_with_majority_start(easy_labels):
     options = dict(n_chains=2, n_warmup=20, n_samples=40, random_state=0)
     from_vb = HierarchicalAnnotation(init="vb", **options).fit(easy_labels)

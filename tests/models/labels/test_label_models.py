@@ -442,7 +442,13 @@ ALL_MODELS = {
 }  # fmt: skip
 
 
-@pytest.mark.parametrize("name", sorted(ALL_MODELS))
+def model_names(names) -> list:
+    """Parameters for ``names``; the Gibbs samplers' cases are marked slow."""
+    slow = pytest.mark.slow
+    return [pytest.param(n, marks=slow) if n.startswith("Hierarchical") else n for n in names]
+
+
+@pytest.mark.parametrize("name", model_names(sorted(ALL_MODELS)))
 def test_gold_tasks_get_their_gold_label(name):
     data = synthetic(3, seed=31, n_tasks=300, labels_per_task=3, accuracy_mean=0.55)
     gold = data.truth.iloc[::4].copy()
@@ -463,7 +469,9 @@ def test_gold_tasks_get_their_gold_label(name):
     np.testing.assert_allclose(model.probas_.sum(axis=1), 1.0, atol=1e-12)
 
 
-@pytest.mark.parametrize("name", ["DawidSkene", "BayesianDawidSkene", "Hierarchical-blocked"])
+@pytest.mark.parametrize(
+    "name", model_names(["DawidSkene", "BayesianDawidSkene", "Hierarchical-blocked"])
+)
 def test_gold_clamping_helps_the_other_tasks(name):
     data = synthetic(3, seed=41, n_tasks=400, labels_per_task=3, accuracy_mean=0.55)
     gold = data.truth.iloc[: len(data.truth) // 3]
@@ -496,7 +504,7 @@ def string_id_data():
     return frame, truth
 
 
-@pytest.mark.parametrize("name", sorted(ALL_MODELS))
+@pytest.mark.parametrize("name", model_names(sorted(ALL_MODELS)))
 def test_results_are_in_user_ids(name):
     frame, truth = string_id_data()
     model = quiet_fit(ALL_MODELS[name](), frame)
@@ -536,7 +544,7 @@ def test_results_are_in_user_ids(name):
         assert (table["sd"] > 0).all()
 
 
-@pytest.mark.parametrize("name", sorted(ALL_MODELS))
+@pytest.mark.parametrize("name", model_names(sorted(ALL_MODELS)))
 def test_fit_predict_helpers(name):
     model = ALL_MODELS[name]()
     frame, _ = string_id_data()
@@ -547,7 +555,7 @@ def test_fit_predict_helpers(name):
     pd.testing.assert_frame_equal(probas, model.probas_)
 
 
-@pytest.mark.parametrize("name", sorted(ALL_MODELS))
+@pytest.mark.parametrize("name", model_names(sorted(ALL_MODELS)))
 def test_predict_before_fit_raises_not_fitted(name):
     model = ALL_MODELS[name]()
     name = type(model).__name__

@@ -142,6 +142,7 @@ def test_pairwise_intervals_cover_the_truth_at_about_their_level():
     assert 0.85 <= np.mean(covered) <= 0.95
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("set_size, scale", [(5, 1.0), (4, 0.3), (2, 1.0)])
 def test_gaussian_method_intervals_cover_the_truth_for_any_set_size(set_size, scale):
     """Exact-ELBO Gaussian VI is calibrated where Bouchard's bound is not (sets of 3+)."""

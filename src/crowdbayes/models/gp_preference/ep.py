@@ -39,9 +39,11 @@ class GPPreferenceEP(GPPreferenceBase):
         Covariance over item features (product form, one length-scale per feature). A
         :class:`~crowdbayes.kernels.Kernel` instance is used as given (``lengthscale`` and
         ``output_scale`` are then ignored).
-    lengthscale : {"median", "scaled_median"}, float or array
-        Length-scales: the per-feature median heuristic over the compared items, its
-        ``20 √D`` scaled variant for high-dimensional features, or fixed values.
+    lengthscale : {"auto", "median", "scaled_median"}, float or array
+        Length-scales: the per-feature median heuristic over the compared items scaled by
+        ``√D`` for ``D`` features (``"auto"``, the default: two typical items keep a prior
+        correlation of one order whatever ``D``), unscaled, or scaled by ``20 √D`` (Simpson &
+        Gurevych 2020); or fixed values. See :mod:`crowdbayes.gp.prior`.
     output_scale : float
         Prior variance of the utilities.
     noise : float
@@ -93,7 +95,7 @@ class GPPreferenceEP(GPPreferenceBase):
     def __init__(
         self,
         kernel: str | Kernel = "matern32",
-        lengthscale: str | float | np.ndarray = "median",
+        lengthscale: str | float | np.ndarray = "auto",
         output_scale: float = 1.0,
         noise: float = 1.0,
         *,

@@ -23,7 +23,7 @@ __all__ = ["GPPL", "GPPLVI", "GPPLLaplace"]
 
 _SHARED_PARAMETERS = """kernel : {"matern32", "rbf"} or Kernel
         Item covariance ``k_θ`` (unit variance; the scale is ``1/s``).
-    lengthscale : {"median", "scaled_median"}, float or array
+    lengthscale : {"auto", "median", "scaled_median"}, float or array
         As for :class:`~.ep.GPPreferenceEP`.
     shape_s0, rate_s0 : float
         Gamma prior on the inverse scale ``s`` (shape, rate; ``E[s] = shape/rate``).
@@ -100,7 +100,7 @@ class GPPL(GPPLBase):
     def __init__(
         self,
         kernel: str | Kernel = "matern32",
-        lengthscale: str | float | np.ndarray = "median",
+        lengthscale: str | float | np.ndarray = "auto",
         *,
         n_inducing: int = 200,
         batch_size: int | None = 1000,
@@ -185,7 +185,7 @@ class GPPLVI(GPPLBase):
     def __init__(
         self,
         kernel: str | Kernel = "matern32",
-        lengthscale: str | float | np.ndarray = "median",
+        lengthscale: str | float | np.ndarray = "auto",
         *,
         shape_s0: float = 2.0,
         rate_s0: float = 2.0,
@@ -252,7 +252,7 @@ class GPPLLaplace(GPPLBase):
     def __init__(
         self,
         kernel: str | Kernel = "matern32",
-        lengthscale: str | float | np.ndarray = "median",
+        lengthscale: str | float | np.ndarray = "auto",
         *,
         shape_s0: float = 2.0,
         rate_s0: float = 2.0,
