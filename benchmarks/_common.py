@@ -303,3 +303,18 @@ def write_report(path: Path, text: str) -> None:
     tmp = path.with_name(f".tmp-{path.name}")
     tmp.write_text(text, encoding="utf-8")
     os.replace(tmp, path)
+
+
+def markdown_table(table, digits: int = 4, index: bool = True) -> str:
+    """A pipe table of a DataFrame (pandas' ``to_markdown`` needs the optional ``tabulate``);
+    floats with ``digits`` decimals, NaN as an empty cell."""
+    frame = table.reset_index() if index else table
+
+    def cell(value) -> str:
+        if isinstance(value, float):
+            return "" if value != value else f"{value:.{digits}f}"
+        return str(value)
+
+    lines = ["| " + " | ".join(map(str, frame.columns)) + " |", "|" + " --- |" * frame.shape[1]]
+    lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in frame.itertuples(False)]
+    return "\n".join(lines)

@@ -38,7 +38,13 @@ from scipy.stats import kendalltau, pearsonr
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import command_line, machine_lines, resolve_data_root, write_report  # noqa: E402
+from _common import (  # noqa: E402
+    command_line,
+    machine_lines,
+    markdown_table,
+    resolve_data_root,
+    write_report,
+)
 from crowdbayes.datasets.prefs import load_ukpconvarg  # noqa: E402
 from crowdbayes.exceptions import ConvergenceWarning, DataWarning  # noqa: E402
 from crowdbayes.models.gp_preference import GPPL, CrowdGPPL  # noqa: E402
@@ -114,17 +120,6 @@ def run_fold(data, gold: pd.DataFrame, features: pd.DataFrame, topic: str, args,
     }
 
 
-def _markdown(table: pd.DataFrame) -> str:
-    """A pipe table (pandas' ``to_markdown`` needs the optional ``tabulate``)."""
-
-    def cell(value) -> str:
-        return f"{value:.4f}" if isinstance(value, float) else str(value)
-
-    lines = ["| " + " | ".join(table.columns) + " |", "|" + " --- |" * len(table.columns)]
-    lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in table.itertuples(False)]
-    return "\n".join(lines)
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--variant", choices=["strict", "crowdsample"], default="strict")
@@ -195,7 +190,9 @@ def main() -> None:
         "",
         "Per fold:",
         "",
-        _markdown(table.drop(columns=["cee_sum", "correct", "personal_correct"], errors="ignore")),
+        markdown_table(
+            table.drop(columns=["cee_sum", "correct", "personal_correct"], errors="ignore")
+        ),
         "",
     ]
     text = "\n".join(lines)

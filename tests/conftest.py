@@ -50,7 +50,16 @@ def pytest_configure(config) -> None:
         return
     import importlib
 
-    for module in ("torch", "dask.dataframe", "distributed", "pyarrow", "sklearn"):
+    for module in (
+        "torch",
+        "dask.dataframe",
+        "distributed",
+        "pyarrow",
+        "sklearn",
+        "matplotlib",
+        "krippendorff",
+        "statsmodels",
+    ):
         importlib.import_module(module)
 
 

@@ -327,6 +327,57 @@ class Estimator:
             name = type(self).__name__
             raise NotFittedError(f"{name} is not fitted yet: call {name}.fit(...) first")
 
+    # ----------------------------------------------------------------- what to ask next
+    #: the question-selection strategies of the family (besides ``"auto"``); empty: this model
+    #: cannot suggest questions
+    question_strategies: ClassVar[tuple[str, ...]] = ()
+
+    def suggest(
+        self,
+        n: int,
+        *,
+        candidates: Any = None,
+        available: Any = None,
+        strategy: str = "auto",
+        confidence: float | None = None,
+        random_state: Any = None,
+    ) -> Any:
+        """The ``n`` most valuable questions to ask next, best first, with their ``score``.
+
+        Computed from the fitted posterior by the family (labels: which task, and which of the
+        ``available`` workers; comparisons: which pair, and for whom). ``candidates`` limits the
+        questions (tasks, pairs; default: the family's natural pool), ``confidence`` marks a
+        question as answered once the posterior's most probable answer reaches it (never
+        suggested again), ``strategy`` is ``"auto"`` or one of ``question_strategies``, and
+        ``random_state`` breaks ties and draws the ``"random"`` baseline. Returns a DataFrame
+        of at most ``n`` rows (fewer when fewer questions are worth asking).
+        """
+        self.check_is_fitted()
+        name = type(self).__name__
+        if not self.question_strategies:
+            raise TypeError(f"{name} cannot suggest questions (it has no question strategies)")
+        if isinstance(n, (bool, np.bool_)) or not isinstance(n, numbers.Integral) or n < 1:
+            raise ValueError(f"{name}.suggest: n must be a positive integer; got {n!r}")
+        if strategy != "auto" and strategy not in self.question_strategies:
+            choices = ", ".join(repr(s) for s in ("auto", *self.question_strategies))
+            raise ValueError(f"{name}.suggest: strategy must be one of {choices}; got {strategy!r}")
+        if confidence is not None and not OPEN_UNIT.accepts(confidence):
+            raise ValueError(
+                f"{name}.suggest: confidence must be a number in (0, 1) or None; got {confidence!r}"
+            )
+        return self._suggest(
+            int(n),
+            candidates=candidates,
+            available=available,
+            strategy=strategy,
+            confidence=confidence,
+            rng=as_generator(random_state),
+        )
+
+    def _suggest(self, n, *, candidates, available, strategy, confidence, rng):
+        """The family's question selection (see :meth:`suggest`); arguments are checked."""
+        raise NotImplementedError
+
     def _get_state(self) -> dict[str, Any]:
         """Everything ``fit`` set (every attribute that is not a parameter), for saving."""
         params = set(self._param_names())

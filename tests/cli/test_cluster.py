@@ -115,7 +115,7 @@ def test_failed_write_leaves_no_output(tmp_path, links_csv, capsys):
     blocker = tmp_path / "file"
     blocker.write_text("not a folder")
     code = run("cluster", "fit", "--links", links_csv, "--clusters", 3, "--out", out,
-               "--workers-out", blocker / "w.csv")  # fmt: skip
+               "--workers-out", blocker / "w.csv", "--no-progress")  # fmt: skip
     assert code == 2
     assert capsys.readouterr().err.startswith("crowdbayes: error:")
     assert not out.exists() and list(tmp_path.glob(".tmp-*")) == []

@@ -216,3 +216,47 @@ def test_partial_update_of_a_saved_model(small_labels, tmp_path, capsys):
     assert "holds a DawidSkene; --model bayes-ds differs" in capsys.readouterr().err
     assert main(["labels", "fit", str(batch_path), "--model", "ds", "--partial"]) == 2
     assert "--partial needs --init-model" in capsys.readouterr().err
+
+
+def test_next_writes_the_most_valuable_tasks(small_labels, tmp_path, capsys):
+    out = tmp_path / "next.csv"
+    assert main(["labels", "next", str(small_labels), "--model", "bayes-ds", "--n", "3",
+                 "--out", str(out)]) == 0  # fmt: skip
+    table = pd.read_csv(out)
+    assert list(table.columns) == ["task", "score"] and len(table) == 3
+    assert table["score"].is_monotonic_decreasing
+    assert "expected accuracy (no gold)" in capsys.readouterr().out
+
+
+def test_next_with_new_tasks_and_available_workers(small_labels, tmp_path):
+    frame = pd.read_csv(small_labels, dtype=str)
+    tasks, available = tmp_path / "tasks.csv", tmp_path / "workers.csv"
+    pd.DataFrame({"task": [*frame["task"].unique()[:3], "unlabelled"]}).to_csv(tasks, index=False)
+    pd.DataFrame({"worker": [frame["worker"].iloc[0], "newcomer"]}).to_csv(available, index=False)
+    out = tmp_path / "next.csv"
+    code = main(["labels", "next", str(small_labels), "--model", "ds", "--n", "8", "--tasks",
+                 str(tasks), "--available", str(available), "--out", str(out)])  # fmt: skip
+    assert code == 0
+    table = pd.read_csv(out, dtype={"task": str, "worker": str})
+    assert list(table.columns) == ["task", "worker", "score"]
+    assert "unlabelled" in set(table["task"])
+    labelled = set(zip(frame["task"], frame["worker"], strict=True))
+    assert not any(pair in labelled for pair in zip(table["task"], table["worker"], strict=True))
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        (["--n", "0"], "--n must be at least 1; got 0"),
+        (["--n", "3", "--confidence", "0.01"], "nothing left to ask: every candidate task"),
+        (["--n", "3", "--confidence", "2"], "confidence must be a number in (0, 1)"),
+        (["--n", "3", "--tasks", "missing.csv"], "tasks: file not found"),
+    ],
+)
+def test_next_refuses_bad_requests(options, message, small_labels, tmp_path, capsys):
+    out = tmp_path / "next.csv"
+    command = ["labels", "next", str(small_labels), "--model", "mv", "--out", str(out)]
+    assert main([*command, *options]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and message in err[0]
+    assert not out.exists()

@@ -159,3 +159,88 @@ def test_dpm_gp_fit_predict_and_communities(files, capsys):
     workers = pd.read_csv(table)
     assert len(workers) == 6 and {"community", "size", "confidence"} <= set(workers.columns)
     assert run("prefs", "communities", tmp / "nothing.npz", "--out", table) == 2
+
+
+# ---------------------------------------------------------------------- prefs next
+def next_args(paths, out, *extra):
+    return ["prefs", "next", paths["comparisons"], "--items", paths["items"], "--out", out,
+            "--inducing", "10", "--max-iter", "40", *extra]  # fmt: skip
+
+
+def test_next_writes_the_pairs_to_ask(files, capsys):
+    tmp, paths = files
+    out = tmp / "next.csv"
+    assert run(*next_args(paths, out, "--n", "7")) == 0
+    assert "wrote 7 question(s)" in capsys.readouterr().out
+    asked = pd.read_csv(out)
+    assert list(asked.columns) == ["left", "right", "score"]
+    assert len(asked) == 7 and (asked["left"] != asked["right"]).all()
+    assert np.all(np.diff(asked["score"]) <= 0)
+    # the same seed gives the same questions; they are what the model suggests
+    again = tmp / "again.csv"
+    assert run(*next_args(paths, again, "--n", "7")) == 0
+    assert pd.read_csv(again).equals(asked)
+    # candidates, a strategy and a confidence
+    pd.DataFrame({"left": ["i0", "i1", "i2"], "right": ["i3", "i4", "i5"]}).to_csv(
+        tmp / "cand.csv", index=False
+    )
+    assert run(*next_args(paths, out, "--n", "5", "--pairs", tmp / "cand.csv", "--strategy",
+                          "uncertainty", "--confidence", "0.99")) == 0  # fmt: skip
+    asked = pd.read_csv(out)
+    assert len(asked) <= 3 and set(asked["left"]) <= {"i0", "i1", "i2"}
+    # the answers, once labelled, are what prefs fit reads
+    asked["label"] = asked["left"]
+    asked.drop(columns="score").to_csv(tmp / "answers.csv", index=False)
+    assert run("prefs", "fit", tmp / "answers.csv", "--items", paths["items"], "--model",
+               "gppl-vi", "--save", tmp / "m.npz") == 0  # fmt: skip
+
+
+def test_next_with_crowdgppl_says_whom_to_ask(files, capsys):
+    tmp, paths = files
+    out = tmp / "next.csv"
+    pd.DataFrame({"worker": ["u1", "u4"]}).to_csv(tmp / "available.csv", index=False)
+    code = run(*next_args(paths, out, "--n", "6", "--model", "crowdgppl", "--components", "2",
+                          "--available", tmp / "available.csv"))  # fmt: skip
+    assert code == 0
+    asked = pd.read_csv(out)
+    assert list(asked.columns) == ["left", "right", "worker", "score"]
+    assert set(asked["worker"]) <= {"u1", "u4"} and len(asked) == 6
+
+
+def test_next_errors(files, capsys):
+    tmp, paths = files
+    out = tmp / "next.csv"
+
+    def error(*args) -> str:
+        assert run(*args) == 2
+        err = capsys.readouterr().err
+        errors = [line for line in err.splitlines() if line.startswith("crowdbayes: error: ")]
+        assert len(errors) == 1 and err.endswith(errors[0] + "\n")
+        assert not out.exists()
+        return errors[0]
+
+    assert "--n must be at least 1; got 0" in error(*next_args(paths, out, "--n", "0"))
+    assert "--n must be a whole number; got 'two'" in error(*next_args(paths, out, "--n", "two"))
+    assert "--confidence must lie between 0 and 1; got '1.5'" in error(
+        *next_args(paths, out, "--n", "2", "--confidence", "1.5")
+    )
+    pd.DataFrame({"left": ["i0", "ghost"], "right": ["i1", "i2"]}).to_csv(
+        tmp / "ghost.csv", index=False
+    )
+    assert "candidates: 1 item id(s) were not seen in fit: ['ghost']" in error(
+        *next_args(paths, out, "--n", "2", "--pairs", tmp / "ghost.csv")
+    )
+    pd.DataFrame({"worker": ["u1", "nobody"]}).to_csv(tmp / "who.csv", index=False)
+    assert "available: 1 worker(s) have no comparisons in" in error(
+        *next_args(paths, out, "--n", "2", "--model", "crowdgppl", "--available", tmp / "who.csv")
+    )
+    assert "--available: GPPL (gppl) pools all workers and cannot say whom to ask" in error(
+        *next_args(paths, out, "--n", "2", "--available", tmp / "who.csv")
+    )
+    assert "nothing left to ask: every candidate pair is decided at --confidence 0.5" in error(
+        *next_args(paths, out, "--n", "2", "--confidence", "0.5")
+    )
+    assert "CommunityPreferences (dpm-gp) cannot suggest questions" in error(
+        "prefs", "next", paths["comparisons"], "--items", paths["items"], "--out", out, "--n",
+        "2", "--model", "dpm-gp",
+    )  # fmt: skip

@@ -14,6 +14,10 @@
     crowdbayes cluster fit --links LINKS [--features FILE] [--model links-vb|scdc|bayes-scdc]
                            [--clusters K] --out ASSIGNMENTS [--proba] [--workers-out FILE]
                            [--seed N] [--epochs N] [--device cpu|cuda]
+    crowdbayes labels next INPUT --n N [--model M] [--tasks FILE] [--available FILE]
+                           [--confidence P] --out NEXT
+    crowdbayes prefs next COMPARISONS --items ITEMS --n N [--model M] --out NEXT
+    crowdbayes report labels|rank|prefs|cluster ... (the inputs of fit) --out report.html
     crowdbayes datasets list
 
 Each command family lives in its own module with a ``register(commands)`` function that adds its
@@ -31,12 +35,12 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from . import cluster, datasets, labels, prefs, rank
+from . import cluster, datasets, labels, prefs, rank, report
 from ._common import EXIT_ERROR, CommandError
 
 __all__ = ["main", "CommandError", "EXIT_ERROR"]
 
-_FAMILIES = (labels, rank, prefs, cluster, datasets)
+_FAMILIES = (labels, rank, prefs, cluster, report, datasets)
 
 
 def _parser() -> argparse.ArgumentParser:

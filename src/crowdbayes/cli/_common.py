@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import sys
-
 EXIT_ERROR = 2
 
 
@@ -12,5 +10,10 @@ class CommandError(Exception):
 
 
 def show_progress(flag: bool | None) -> bool:
-    """``--progress/--no-progress`` if given, else a bar only when stderr is a terminal."""
-    return sys.stderr.isatty() if flag is None else flag
+    """Whether a command shows the progress of its fits: yes unless ``--no-progress``.
+
+    The iteration driver (:mod:`crowdbayes.inference.driver`) draws a bar when stderr is a
+    terminal and writes a line every few seconds otherwise (CI logs, pipes, files), so the one
+    flag ``--no-progress`` silences both.
+    """
+    return True if flag is None else bool(flag)

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import argparse
 
+import numpy as np
 import pandas as pd
 
 from ..data import Labels
 from ..data.io import read_table, table_writer, write_atomically
-from ..models.labels import HierarchicalAnnotation
+from ..models.labels import HierarchicalAnnotation, LabelModel
 from ._common import CommandError, show_progress
 from ._models import (
     TABLES,
@@ -76,21 +77,12 @@ def register(commands) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog=LABELS.epilog(),
     )
-    source = fit.add_mutually_exclusive_group(required=True)
-    source.add_argument("input", nargs="?", help="labels file (CSV/TSV/Parquet): task,worker,label")
-    source.add_argument("--dataset", help="a named data set (see `crowdbayes datasets list`)")
-    fit.add_argument("--gold", help="known classes (task,label) clamped during inference")
+    add_input_arguments(fit)
     fit.add_argument(
         "--eval-gold", help="true classes (task,label) to score the result against (not used)"
     )
     fit.add_argument("--out", help="write task results (label and class probabilities) here")
     fit.add_argument("--workers-out", help="write per-worker confusion estimates here")
-    fit.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
-    fit.add_argument("--classes", help="comma-separated declared classes, in order")
-    fit.add_argument("--task-column", default="task")
-    fit.add_argument("--worker-column", default="worker")
-    fit.add_argument("--label-column", default="label")
-    fit.add_argument("--duplicates", choices=["keep", "drop", "error"], default="keep")
     LABELS.add_arguments(fit)
     fit.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None)
     scale = fit.add_argument_group("scale (mv, ds, bayes-ds)")
@@ -131,6 +123,55 @@ def register(commands) -> None:
     )
     fit.set_defaults(handler=_labels_fit)
 
+    ask = labels_commands.add_parser(
+        "next",
+        help="which tasks (and workers) to ask for a label next",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=LABELS.epilog()
+        + "\n\nstrategies: "
+        + ", ".join(("auto", *LabelModel.question_strategies))
+        + f" (auto: {LabelModel.default_question_strategy})",
+    )
+    add_input_arguments(ask)
+    ask.add_argument("--n", type=int, required=True, help="how many questions to suggest")
+    ask.add_argument("--out", required=True, help="write task[,worker],score here (best first)")
+    ask.add_argument(
+        "--tasks",
+        help="every task to consider (a table with a task column), "
+        "including tasks with no label yet (default: the labelled tasks)",
+    )
+    ask.add_argument(
+        "--available",
+        help="the workers who can be asked now (a table with a "
+        "worker column): each suggestion then names the worker to ask",
+    )
+    ask.add_argument(
+        "--confidence",
+        type=float,
+        help="a task whose most probable class has "
+        "reached this probability is done and never suggested",
+    )
+    ask.add_argument(
+        "--strategy", default="auto", choices=["auto", *LabelModel.question_strategies]
+    )
+    LABELS.add_arguments(ask)
+    ask.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None)
+    ask.set_defaults(handler=_labels_next)
+
+
+def add_input_arguments(parser: argparse.ArgumentParser) -> None:
+    """The labels input of ``fit`` and ``next`` (and the options that read it)."""
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument("input", nargs="?", help="labels file (CSV/TSV/Parquet): task,worker,label")
+    source.add_argument("--dataset", help="a named data set (see `crowdbayes datasets list`)")
+    parser.add_argument("--gold", help="known classes (task,label) clamped during inference")
+    parser.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    parser.add_argument("--classes", help="comma-separated declared classes, in order")
+    parser.add_argument("--task-column", default="task")
+    parser.add_argument("--worker-column", default="worker")
+    parser.add_argument("--label-column", default="label")
+    parser.add_argument("--duplicates", choices=["keep", "drop", "error"], default="keep")
+
 
 def _parse_classes(text: str | None) -> list | None:
     if text is None:
@@ -159,7 +200,7 @@ def _load_inputs(args: argparse.Namespace) -> tuple[Labels, pd.Series | None, st
     else:
         data, name = args.input, str(args.input)
     labels = Labels(data, gold=args.gold, **options)
-    if args.eval_gold is not None:
+    if getattr(args, "eval_gold", None) is not None:
         eval_gold = _task_labels(args.eval_gold, "eval-gold", args)
     return labels, eval_gold, name
 
@@ -193,7 +234,8 @@ def _summary(model, labels: Labels, eval_gold: pd.Series | None, name: str, seco
     lines.append(f"prevalence  {prevalence}")
     confidence = model.probas_.max(axis=1)
     lines.append(
-        f"confidence  mean {confidence.mean():.3f}; tasks below 0.9: {(confidence < 0.9).sum()}"
+        f"confidence  mean {confidence.mean():.3f} (the accuracy the model expects, no gold); "
+        f"tasks below 0.9: {(confidence < 0.9).sum()}"
     )
     if hasattr(model, "sensitivity_"):
         sens, spec = model.sensitivity_["mean"], model.specificity_["mean"]
@@ -329,7 +371,7 @@ def _labels_fit_dask(args: argparse.Namespace) -> None:
         grouped=args.grouped,
         persist=not args.out_of_core,
         init=args.init_model,
-        on_iteration=report,
+        on_iteration=report if show_progress(args.progress) else None,
     )
     seconds = time.perf_counter() - start
     outputs = []
@@ -353,3 +395,79 @@ def _dask_summary(result, name: str, seconds: float) -> str:
         f"tasks       written to {result.out}",
     ]
     return "\n".join(lines)
+
+
+def _id_column(path: str, column: str, what: str) -> pd.Index:
+    """The ids in ``column`` of the table at ``path`` (read as text), in order, once each."""
+    table = read_table(path, what=what, id_columns=(column,))
+    if column not in table.columns:
+        raise ValueError(
+            f"{what}: column {column!r} is missing; got {list(map(str, table.columns))}"
+        )
+    values = table[column]
+    if values.isna().any():
+        raise ValueError(f"{what}: {int(values.isna().sum())} row(s) have no {column}")
+    return pd.Index(values.unique(), name=column)
+
+
+def _labels_next(args: argparse.Namespace) -> None:
+    if args.n < 1:
+        raise CommandError(f"--n must be at least 1; got {args.n}")
+    labels, _, name = _load_inputs(args)
+    model = _make_model(args, show_progress(args.progress))
+    model.fit(labels)
+    tasks = None
+    if args.tasks is not None:
+        tasks = _id_column(args.tasks, args.task_column, "tasks")
+        tasks = _ids_like_labels(tasks, labels.tasks)
+    available = None
+    if args.available is not None:
+        available = _id_column(args.available, args.worker_column, "available")
+        available = _ids_like_labels(available, labels.workers)
+    if available is not None:  # every (task, worker) pair but those already labelled
+        pairs = pd.MultiIndex.from_product(
+            [tasks if tasks is not None else labels.tasks, available], names=["task", "worker"]
+        )
+        done = pd.MultiIndex.from_arrays(
+            [labels.tasks[labels.task_codes], labels.workers[labels.worker_codes]]
+        )
+        tasks, available = pairs[~pairs.isin(done)].to_frame(index=False), None
+    questions = model.suggest(
+        args.n,
+        candidates=tasks,
+        available=available,
+        strategy=args.strategy,
+        confidence=args.confidence,
+        random_state=args.seed,
+    )
+    if len(questions) == 0:
+        raise CommandError(
+            "nothing left to ask: every candidate task has reached --confidence"
+            if args.confidence is not None
+            else "nothing left to ask"
+        )
+    table = questions.rename(columns={"task": args.task_column, "worker": args.worker_column})
+    write_atomically([(args.out, table_writer(table, index=False))])
+    done = (
+        ""
+        if args.confidence is None
+        else (
+            f"; {int((model.probas_.max(axis=1) >= args.confidence).sum())} tasks done at "
+            f"confidence {args.confidence:g}"
+        )
+    )
+    print(
+        f"{type(model).__name__} on {name}: expected accuracy (no gold) "
+        f"{model.expected_accuracy():.4f}{done}\n"
+        f"wrote {len(table)} suggestion(s) to {args.out}"
+    )
+
+
+def _ids_like_labels(ids: pd.Index, known: pd.Index) -> pd.Index:
+    """Ids read as text match the labels' ids when those are integers (as the labels file's are
+    read); unknown ids stay as given (a task with no label yet, a new worker)."""
+    if pd.api.types.is_integer_dtype(known):
+        converted = pd.to_numeric(pd.Series(ids), errors="coerce")
+        if converted.notna().all() and (converted == converted.round()).all():
+            return pd.Index(converted.astype(np.int64), name=ids.name)
+    return ids

@@ -1,9 +1,11 @@
-"""``crowdbayes prefs fit`` and ``crowdbayes prefs predict``: GP preference learning from
-pairwise comparisons (GPPL, crowdGPPL, EP).
+"""``crowdbayes prefs fit``, ``prefs predict`` and ``prefs next``: GP preference learning from
+pairwise comparisons (GPPL, crowdGPPL, EP), and which pairs to have compared next.
 
 crowdbayes prefs fit COMPARISONS --items ITEMS [--workers WORKERS]
                      [--model gppl|crowdgppl|gppl-vi|gppl-laplace|ep] --save MODEL [--out UTILITIES]
 crowdbayes prefs predict MODEL --pairs PAIRS [--items ITEMS] [--workers WORKERS] --out P
+crowdbayes prefs next COMPARISONS --items ITEMS --n N [--model M] [--pairs CANDIDATES]
+                      [--available WORKERS] [--confidence P] [--strategy S] [--seed S] --out NEXT
 
 COMPARISONS is a ``worker,left,right,label`` table (``label`` = the preferred item's id or
 ``equal``; ``worker`` optional). PAIRS is ``left,right`` with an optional ``worker`` column:
@@ -11,6 +13,12 @@ with a crowdGPPL model a row with a worker gets that worker's personal probabili
 without one (or with a worker not seen in fit and not described by ``--workers``) the
 consensus probability (with a warning giving the count); other models pool all workers and
 ignore the column (with a warning). The output is PAIRS plus ``p_left``.
+
+``prefs next`` fits the model to COMPARISONS and writes the N pairs most worth comparing next
+(``Estimator.suggest``), best first, as ``left,right`` (plus ``worker`` with ``--available``,
+crowdgppl only) and their ``score`` — the format ``prefs fit`` reads once a ``label`` column is
+added. Candidates: the ``left,right[,worker]`` table ``--pairs``, or pairs of the items of
+``--items`` (all of them when there are at most 50,000, else a seeded sample).
 """
 
 from __future__ import annotations
@@ -25,7 +33,9 @@ import pandas as pd
 from ..base import load
 from ..data.comparisons import Comparisons
 from ..data.io import read_table, table_writer, write_atomically
+from ..data.validate import show_values
 from ..exceptions import DataWarning
+from ..gp import PAIR_QUESTION_VALUES
 from ..models.communities import CommunityPreferences, communities_table
 from ..models.gp_preference import CrowdGPPL
 from ._common import CommandError, show_progress
@@ -126,16 +136,10 @@ def register(commands) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog=PREFS.epilog(),
     )
-    fit.add_argument("comparisons", help="worker,left,right,label table (label = preferred id)")
-    fit.add_argument("--items", required=True, help="item features: an item column + numbers")
-    fit.add_argument("--workers", help="worker features (crowdgppl): a worker column + numbers")
+    _add_fitting_arguments(fit, "worker,left,right,label table (label = preferred id)")
     fit.add_argument("--save", required=True, help="write the fitted model here (.npz, safe)")
     fit.add_argument("--out", help="also write the items' utilities (consensus) here")
-    fit.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
-    fit.add_argument("--item-column", default="item")
-    fit.add_argument("--worker-column", default="worker")
     fit.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None)
-    PREFS.add_arguments(fit)
     fit.set_defaults(handler=_prefs_fit)
 
     predict = actions.add_parser("predict", help="P(left preferred to right) from a saved model")
@@ -148,12 +152,58 @@ def register(commands) -> None:
     predict.add_argument("--out", required=True, help="output: the pairs plus p_left")
     predict.set_defaults(handler=_prefs_predict)
 
+    following = actions.add_parser(
+        "next",
+        help="which pairs to have compared next (fits the model first)",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=PREFS.epilog(),
+    )
+    _add_fitting_arguments(following, "worker,left,right,label table collected so far")
+    following.add_argument("--n", required=True, help="how many questions (at most)")
+    following.add_argument("--pairs", help="candidate pairs: left,right[,worker] (default: all)")
+    following.add_argument(
+        "--available", help="workers who can be asked now: a table with a worker column"
+    )
+    following.add_argument(
+        "--confidence", help="leave out pairs already decided with this probability (0-1)"
+    )
+    following.add_argument(
+        "--strategy",
+        default="auto",
+        choices=("auto", *PAIR_QUESTION_VALUES),
+        help="how to value a question (default auto: information, i.e. BALD)",
+    )
+    following.add_argument("--out", required=True, help="output: left,right[,worker],score")
+    following.set_defaults(handler=_prefs_next)
+
     communities = actions.add_parser(
         "communities", help="each worker's community from a saved dpm-gp model"
     )
     communities.add_argument("model", help="a model file written by `prefs fit --model dpm-gp`")
     communities.add_argument("--out", required=True, help="worker,community,size,confidence,...")
     communities.set_defaults(handler=_prefs_communities)
+
+
+def _add_fitting_arguments(parser: argparse.ArgumentParser, comparisons_help: str) -> None:
+    """The arguments of a command that fits a model to comparisons (``fit``, ``next``)."""
+    parser.add_argument("comparisons", help=comparisons_help)
+    parser.add_argument("--items", required=True, help="item features: an item column + numbers")
+    parser.add_argument("--workers", help="worker features (crowdgppl): a worker column + numbers")
+    parser.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    parser.add_argument("--item-column", default="item")
+    parser.add_argument("--worker-column", default="worker")
+    PREFS.add_arguments(parser)
+
+
+def _comparisons(args: argparse.Namespace) -> Comparisons:
+    """The comparisons and feature tables named on the command line."""
+    return Comparisons(
+        args.comparisons,
+        items=args.items,
+        workers=args.workers,
+        item_column=args.item_column,
+        worker_column=args.worker_column,
+    )
 
 
 def _make_model(args: argparse.Namespace, progress: bool):
@@ -165,13 +215,7 @@ def _make_model(args: argparse.Namespace, progress: bool):
 def _prefs_fit(args: argparse.Namespace) -> None:
     progress = show_progress(args.progress)
     model = _make_model(args, progress)
-    data = Comparisons(
-        args.comparisons,
-        items=args.items,
-        workers=args.workers,
-        item_column=args.item_column,
-        worker_column=args.worker_column,
-    )
+    data = _comparisons(args)
     start = time.perf_counter()
     model.fit(data)
     seconds = time.perf_counter() - start
@@ -269,6 +313,66 @@ def _prefs_predict(args: argparse.Namespace) -> None:
     result["p_left"] = p
     write_atomically([(args.out, table_writer(result, index=False))])
     print(f"wrote {len(result)} pair probabilities to {args.out}")
+
+
+def _prefs_next(args: argparse.Namespace) -> None:
+    n = positive_int("--n")(args.n)
+    confidence = None
+    if args.confidence is not None:
+        confidence = positive_float("--confidence")(args.confidence)
+        if confidence >= 1:
+            raise CommandError(f"--confidence must lie between 0 and 1; got {args.confidence!r}")
+    model = _make_model(args, progress=False)
+    if not model.question_strategies:
+        raise CommandError(f"{type(model).__name__} ({args.model}) cannot suggest questions")
+    if args.available is not None and not getattr(model, "personal_questions", False):
+        raise CommandError(
+            f"--available: {type(model).__name__} ({args.model}) pools all workers and cannot "
+            "say whom to ask; use --model crowdgppl"
+        )
+    data = _comparisons(args)
+    candidates = None
+    if args.pairs is not None:
+        candidates = read_table(args.pairs, what="pairs", id_columns=("left", "right", "worker"))
+        candidates = candidates.rename(columns={args.worker_column: "worker"})
+        for column in ("left", "right"):
+            if column not in candidates.columns:
+                raise ValueError(
+                    f"pairs: column {column!r} is missing; got {list(map(str, candidates.columns))}"
+                )
+    available = None
+    if args.available is not None:
+        table = read_table(args.available, what="available", id_columns=(args.worker_column,))
+        if args.worker_column not in table.columns:
+            raise ValueError(
+                f"available: column {args.worker_column!r} is missing; got "
+                f"{list(map(str, table.columns))}"
+            )
+        available = pd.Index(table[args.worker_column]).unique()
+        unknown = available.difference(data.worker_ids)
+        if len(unknown):
+            raise ValueError(
+                f"available: {len(unknown)} worker(s) have no comparisons in "
+                f"{args.comparisons}: {show_values(unknown)}"
+            )
+    model.fit(data)
+    questions = model.suggest(
+        n,
+        candidates=candidates,
+        available=available,
+        strategy=args.strategy,
+        confidence=confidence,
+        random_state=args.seed,
+    )
+    if not len(questions):
+        decided = f" at --confidence {args.confidence}" if confidence is not None else ""
+        raise CommandError(f"nothing left to ask: every candidate pair is decided{decided}")
+    write_atomically([(args.out, table_writer(questions, index=False))])
+    print(
+        f"{type(model).__name__}: {data.n_comparisons} comparisons of {data.n_items} items; "
+        f"wrote {len(questions)} question(s) to {args.out} (expected accuracy over all pairs "
+        f"{model.expected_accuracy():.3f})"
+    )
 
 
 def _prefs_communities(args: argparse.Namespace) -> None:

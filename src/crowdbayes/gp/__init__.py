@@ -14,7 +14,8 @@ Modules, from the bottom up:
 - :mod:`.vi`, :mod:`.svi` — full-batch and stochastic variational inference;
 - :mod:`.problem`, :mod:`.strategies` — what a model gives its strategy and gets back, and the
   strategies :class:`SVI`, :class:`VI`, :class:`Laplace`, :class:`EP`;
-- :mod:`.prior` — the item kernel from a length-scale setting.
+- :mod:`.prior` — the item kernel from a length-scale setting;
+- :mod:`.questions` — the value of asking for one more comparison (BALD, uncertainty).
 
 Nothing here imports a model family; the families under :mod:`crowdbayes.models` build on it.
 """
@@ -51,6 +52,12 @@ from .pairs import TIE_POLICIES, EncodedPairs, encode_pairs, kept_comparisons
 from .posterior import LatentPosterior
 from .prior import make_item_kernel
 from .problem import PreferenceProblem, UtilityFit, linearised_bound
+from .questions import (
+    PAIR_QUESTION_VALUES,
+    answer_probability,
+    pair_question_values,
+    probit_information_gain,
+)
 from .sparse_ep import (
     InducingBasis,
     SparseEPResult,
@@ -117,4 +124,9 @@ __all__ = [
     "stochastic_variational_inference",
     # the item prior
     "make_item_kernel",
+    # what to ask next
+    "PAIR_QUESTION_VALUES",
+    "answer_probability",
+    "pair_question_values",
+    "probit_information_gain",
 ]

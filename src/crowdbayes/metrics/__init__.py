@@ -1,5 +1,12 @@
 """Scores for inferred results against gold standards and simulated truth."""
 
+from .agreement import (
+    agreement_table,
+    cohen_kappa,
+    fleiss_kappa,
+    krippendorff_alpha,
+    worker_agreement,
+)
 from .clustering import (
     adjusted_mutual_info,
     adjusted_rand_index,
@@ -20,6 +27,11 @@ from .ranking import (
 )
 
 __all__ = [
+    "agreement_table",
+    "cohen_kappa",
+    "fleiss_kappa",
+    "krippendorff_alpha",
+    "worker_agreement",
     "adjusted_mutual_info",
     "adjusted_rand_index",
     "contingency_table",

@@ -26,6 +26,7 @@ Predictions (2020, Eq. 25, App. D): ``E[f(x, j)] = t̂(x) + Σ_c v̂_c(x) ŵ_{c,
 
 from __future__ import annotations
 
+import copy
 import math
 import warnings
 from collections.abc import Sequence
@@ -189,37 +190,87 @@ class CrowdGPPL(GPPLBase):
         comparisons: Comparisons | pd.DataFrame,
         items: pd.DataFrame | None = None,
         workers: pd.DataFrame | None = None,
+        *,
+        init: CrowdGPPL | None = None,
     ) -> CrowdGPPL:
         """Fit to comparisons with a ``worker`` column; ``items``/``workers`` are the feature
-        tables when passing a DataFrame or path."""
+        tables when passing a DataFrame or path.
+
+        ``init`` (a fitted CrowdGPPL with the same number of components, e.g. this one)
+        warm-starts the fit as for :meth:`GPPL.fit`: the consensus and the item components
+        begin at its posterior, and so do the workers it knew (each by id; workers with
+        features only when the worker table is the same)."""
         self.check_params()
         name = type(self).__name__
         data = as_comparisons(comparisons, items=items, workers=workers)
         pairs = encode_pairs(data, self.ties, name)
+        previous = self._previous_state(init)
+        if previous is not None and previous["n_components"] != self.n_components:
+            raise ValueError(
+                f"{name}.fit: init has {previous['n_components']} components; this model has "
+                f"{self.n_components}"
+            )
         self.n_ties_dropped_ = pairs.n_ties_dropped
         rng = self.random_generator()
         strategy = self._inference()
-        kernel, Z = self._setup_items(data, pairs.items, strategy, rng)
+        projection = self._design(data, pairs.items, strategy, rng, previous)
+        self._n_compared = len(pairs.items)
+        kernel = projection.kernel
         self.worker_ids_ = data.worker_ids
         self.worker_feature_names_ = data.worker_feature_names
-        projection = InducingProjection(kernel, Z)
         C = self.n_components
         prior_v = GammaFactor.prior(self.shape_sv, self.rate_sv)
         prior_w = GammaFactor.prior(self.shape_sw, self.rate_sw)
         worker_model = self._make_workers(data.W, prior_w, rng)
+        if previous is not None:
+            worker_model = self._warm_workers(worker_model, previous, data.W)
         prior_t = GammaFactor.prior(self.shape_s0, self.rate_s0)
         problem = self._problem(pairs, kernel, CrowdSVI.prior_spread(prior_t, prior_v, prior_w, C))
-        svi = CrowdSVI(
-            problem,
-            projection,
-            worker_model,
-            prior_v=prior_v,
-            prior_w=prior_w,
-            worker_counts=np.bincount(pairs.worker, minlength=data.n_workers),
-            chunk=max(1000, self.batch_size or 0),
-        )
-        self.lower_bound_ = self._run(svi, strategy, rng)
+        with self._lent_cross(projection, problem, previous):
+            svi = CrowdSVI(
+                problem,
+                projection,
+                worker_model,
+                prior_v=prior_v,
+                prior_w=prior_w,
+                worker_counts=np.bincount(pairs.worker, minlength=data.n_workers),
+                chunk=max(1000, self.batch_size or 0),
+            )
+            if previous is not None:
+                scales = [previous["scale_"], *previous["_component_scales"]]
+                start = self._start_factors(
+                    previous, projection, data, [previous["_factor"], *previous["_components"]],
+                    scales,
+                )  # fmt: skip
+                svi.t, svi.V = start[0], start[1:]
+                svi.scale_t, svi.scales_v = scales[0], list(scales[1:])
+                strategy = self._warm_schedule(strategy, len(pairs.y), previous)
+            self.lower_bound_ = self._run(svi, strategy, rng)
+        if previous is None:
+            self._svi_offset = self.n_iter_
         return self
+
+    def _warm_workers(self, fresh, previous: dict, W: np.ndarray | None):
+        """The workers' posteriors from the previous fit where it knew them (by id); ``fresh``
+        (the cold start) for the others. With worker features the previous worker model is
+        kept only when the worker table is unchanged."""
+        old = previous["_workers"]
+        if isinstance(fresh, _DiagonalWorkers) and isinstance(old, _DiagonalWorkers):
+            position = previous["worker_ids_"].get_indexer(self.worker_ids_)
+            known = position >= 0
+            fresh.precision[:, known] = old.precision[:, position[known]]
+            fresh.linear[:, known] = old.linear[:, position[known]]
+            fresh.scales = list(old.scales)
+            return fresh
+        if (
+            isinstance(old, _InducingWorkers)
+            and W is not None
+            and previous["worker_ids_"].equals(self.worker_ids_)
+            and old.A.shape[0] == len(W)
+            and np.allclose(old.projection.weights(W), old.A)
+        ):
+            return copy.deepcopy(old)
+        return fresh
 
     # ------------------------------------------------------------------ inference
     def _make_workers(
@@ -276,7 +327,7 @@ class CrowdGPPL(GPPLBase):
     def _set_crowd_results(self) -> None:
         self.consensus_ = self.utility_
         columns = [f"c{c}" for c in range(self.n_components)]
-        A = self._projection.weights(self._X)
+        A = self._items().A
         self.item_factors_ = pd.DataFrame(
             np.stack([A @ v.mean for v in self._components], axis=1),
             index=self.item_ids_,
@@ -383,5 +434,49 @@ class CrowdGPPL(GPPLBase):
             var = var + (w_mean[c] ** 2 + w_var[c]) * var_c + w_var[c] * m_c**2
         index = pd.MultiIndex.from_arrays([left, right], names=["left", "right"])
         return pd.Series(pair_probabilities(mean, var, self.noise), index=index, name="p_left")
+
+    # ------------------------------------------------------------------ what to ask next
+    personal_questions = True
+
+    def _answer_model(self, questions, pairs, mean, var, learnable):
+        """Who answers matters: worker ``j``'s answer is ``Φ((Δt + e_j)/α)`` with
+        ``e_j = Σ_c Δv_c w_{c,j}`` their personal deviation from the consensus ``t``.
+        Questions are valued by what the answer says about the consensus difference ``Δt``
+        (the quantity behind :meth:`predict_proba` without workers): under ``q``, ``e_j`` is
+        independent of ``Δt`` with mean ``Σ_c Δv̂_c ŵ_{c,j}`` and variance
+        ``Σ_c (ŵ_{c,j}² + ω_{c,j}) Var[Δv_c] + ω_{c,j} Δv̂_c²`` (2020, Eq. 25), so the answer
+        given ``Δt`` is a probit with mean shifted by ``E[e_j]`` and noise ``α² + Var[e_j]``.
+        A worker who follows the consensus and is well known is worth more than one whose
+        answers mostly reflect their own (or unknown) tastes. Rows without a worker, and
+        workers not seen in fit, are a new worker drawn from the prior (``E[w] = 0``,
+        ``Var[w] = 1/E[s_c^{(w)}]``). With ``learnable`` the consensus and component
+        variances are those an answer can inform (:meth:`GPPL._learnable_moments`)."""
+        items = self._items()
+        if learnable:
+            mean, var = self._learnable_moments(pairs, mean, var)
+        learnt_only = learnable and self._inducing_only()
+        prior = 0.0 if learnt_only else items.pair_prior(pairs.low, pairs.high)
+        w_mean, w_var = self._question_worker_moments(questions)
+        shift, spread = np.zeros(len(questions)), np.zeros(len(questions))
+        for c, (v, s) in enumerate(zip(self._components, self._component_scales, strict=True)):
+            m_c, var_c = pairs.expand(*items.pair_moments(v, s, pairs.low, pairs.high, prior))
+            shift += m_c * w_mean[c]
+            spread += (w_mean[c] ** 2 + w_var[c]) * var_c + w_var[c] * m_c**2
+        return mean + shift, var, self._noise_var() + spread
+
+    def _question_worker_moments(self, questions: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+        """``(E[w], Var[w])`` (C × questions) of each question's worker (module docstring of
+        :meth:`_answer_model` for rows without a known worker)."""
+        n, C = len(questions), self.n_components
+        prior_var = np.array([1.0 / s.mean for s in self._workers.scales])
+        if isinstance(self._workers, _InducingWorkers):
+            prior_var = prior_var * self._workers.projection.kernel.variance
+        mean, var = np.zeros((C, n)), np.repeat(prior_var[:, None], n, axis=1)
+        if "worker" in questions.columns:
+            codes = self.worker_ids_.get_indexer(questions["worker"])
+            known = codes >= 0
+            if known.any():
+                mean[:, known], var[:, known] = self._workers.moments(codes[known])
+        return mean, var
 
     # ------------------------------------------------------------------ persistence

@@ -12,6 +12,7 @@ import pandas as pd
 from ...base import Interval
 from ...data.comparisons import Comparisons, as_comparisons
 from ...gp import EP, LatentPosterior, PairCounts, kept_comparisons, pair_probabilities
+from ...gp.inducing import chunks
 from ...kernels import Kernel
 from ...linalg import safe_cholesky
 from ._base import GPPreferenceBase, constraints_of
@@ -122,13 +123,23 @@ class GPPreferenceEP(GPPreferenceBase):
         return EP(damping=self.damping, max_iter=self.max_iter, tol=self.tol)
 
     def fit(
-        self, comparisons: Comparisons | pd.DataFrame, items: pd.DataFrame | None = None
+        self,
+        comparisons: Comparisons | pd.DataFrame,
+        items: pd.DataFrame | None = None,
+        *,
+        init: GPPreferenceEP | None = None,
     ) -> GPPreferenceEP:
         """Fit to comparisons (a :class:`~crowdbayes.data.Comparisons`, DataFrame or path);
-        ``items`` is the item feature table when passing a DataFrame or path."""
+        ``items`` is the item feature table when passing a DataFrame or path.
+
+        ``init`` (a fitted GPPreferenceEP, e.g. this one) warm-starts EP: every pair of items
+        it had a site for starts from that site (matched by item ids, either orientation),
+        new pairs from zero. EP then runs to its fixed point as from a cold start (with
+        ``optimize_lengthscale`` the length-scale search supplies the sites instead)."""
         self.check_params()
         name = type(self).__name__
         data = as_comparisons(comparisons, items=items)
+        previous = self._previous_state(init)
         keep, self.n_ties_dropped_ = kept_comparisons(data, self.ties, name)
         train = data.compared_items()
         left = np.searchsorted(train, data.left_codes[keep])
@@ -149,6 +160,8 @@ class GPPreferenceEP(GPPreferenceBase):
             self.kernel_, sites, self.optimize_result_ = strategy.maximise_evidence(
                 self.kernel_, X_train, pairs, noise=self.noise, what=what
             )
+        if sites is None and previous is not None:
+            sites = _previous_sites(previous, self.item_ids_[train], pairs)
         K = self.kernel_(X_train)
         result = strategy.run(
             K,
@@ -202,13 +215,49 @@ class GPPreferenceEP(GPPreferenceBase):
         """
         self.check_is_fitted()
         left, right, X, li, ri = self._pair_items(left, right, items, "predict_proba")
-        K_cross = self.kernel_(self._X[self._train], X)
-        prior_var = (
-            self.kernel_.diag(X[li])
-            + self.kernel_.diag(X[ri])
-            - 2 * self.kernel_.paired(X[li], X[ri])
-        )
-        mean_d, var_d = self._posterior.predict(K_cross[:, li] - K_cross[:, ri], prior_var)
+        mean_d, var_d = self._difference_moments(X, li, ri)
         p = pair_probabilities(mean_d, var_d, self.noise)
         index = pd.MultiIndex.from_arrays([left, right], names=["left", "right"])
         return pd.Series(p, index=index, name="p_left")
+
+    def _difference_moments(
+        self, X: np.ndarray, left: np.ndarray, right: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Mean and variance of ``f(x_l) - f(x_r)`` for the pairs of rows ``(left, right)`` of
+        ``X`` (the GP predictive of the differences, in chunks of pairs)."""
+        K_cross = self.kernel_(self._X[self._train], X)
+        mean, var = np.empty(len(left)), np.empty(len(left))
+        for rows in chunks(len(left)):
+            li, ri = left[rows], right[rows]
+            prior_var = (
+                self.kernel_.diag(X[li])
+                + self.kernel_.diag(X[ri])
+                - 2 * self.kernel_.paired(X[li], X[ri])
+            )
+            mean[rows], var[rows] = self._posterior.predict(
+                K_cross[:, li] - K_cross[:, ri], prior_var
+            )
+        return mean, var
+
+    def _pair_moments(self, left: np.ndarray, right: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        items, codes = np.unique(np.concatenate([left, right]), return_inverse=True)
+        return self._difference_moments(self._X[items], codes[: len(left)], codes[len(left) :])
+
+
+def _previous_sites(
+    previous: dict, train_ids: pd.Index, pairs: PairCounts
+) -> tuple[np.ndarray, np.ndarray]:
+    """The sites ``(τ̃, ν̃)`` of a previous fit for the pairs of ``pairs`` (codes into
+    ``train_ids``), matched by item ids; a pair seen the other way round has ``ν̃`` negated
+    (its difference is ``-d``); a pair never seen starts at zero."""
+    old_ids = previous["item_ids_"][previous["_train"]]
+    old = pd.MultiIndex.from_arrays([old_ids[previous["_left"]], old_ids[previous["_right"]]])
+    new_left, new_right = train_ids[pairs.left], train_ids[pairs.right]
+    same = old.get_indexer(pd.MultiIndex.from_arrays([new_left, new_right]))
+    swapped = old.get_indexer(pd.MultiIndex.from_arrays([new_right, new_left]))
+    tau, nu = np.zeros(pairs.n_pairs), np.zeros(pairs.n_pairs)
+    for found, sign in ((same, 1.0), (swapped, -1.0)):
+        hit = (found >= 0) & (tau == 0)
+        tau[hit] = previous["site_precision_"][found[hit]]
+        nu[hit] = sign * previous["site_linear_"][found[hit]]
+    return tau, nu

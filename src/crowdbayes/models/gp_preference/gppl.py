@@ -270,6 +270,9 @@ class GPPLLaplace(GPPLBase):
         self.max_iter = max_iter
         self.tol = tol
 
+    #: Newton's method here always starts from zero (and is cheap on the small data it suits)
+    warm_starts = False
+
     def _inference(self) -> Laplace:
         return Laplace(max_iter=self.max_iter, tol=self.tol)
 

@@ -1,5 +1,6 @@
 """Label aggregation: majority vote, Dawid–Skene (EM, VB), hierarchical annotation (Gibbs)."""
 
+from ._base import LabelModel
 from .bayesian_dawid_skene import BayesianDawidSkene
 from .community import CommunityDawidSkene
 from .dawid_skene import DawidSkene
@@ -13,6 +14,7 @@ __all__ = [
     "BayesianDawidSkene",
     "CommunityDawidSkene",
     "HierarchicalAnnotation",
+    "LabelModel",
     "StatsLabelModel",
     "LabelIds",
 ]

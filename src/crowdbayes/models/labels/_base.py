@@ -8,6 +8,7 @@ from abc import abstractmethod
 import numpy as np
 import pandas as pd
 
+from ...annotators.questions import QUESTION_VALUES, label_question_values
 from ...base import Estimator
 from ...data import Labels, as_labels
 from ...data.io import TableLike
@@ -86,8 +87,20 @@ class LabelModel(Estimator):
         return self.probas_
 
     # ------------------------------------------------------------------ result formatting
-    def _set_task_results(self, labels: Labels, probas: np.ndarray) -> None:
-        """Store class-major (K, n_tasks) probabilities as ``probas_`` and ``labels_``."""
+    def _set_task_results(
+        self, labels: Labels, probas: np.ndarray, *, add_counts: bool = False
+    ) -> None:
+        """Store class-major (K, n_tasks) probabilities as ``probas_`` and ``labels_``, and
+        each worker's number of labels as ``worker_label_counts_`` (added to the previous
+        counts with ``add_counts``, for an update with new labels)."""
+        counts = pd.Series(
+            np.bincount(labels.worker_codes, minlength=labels.n_workers),
+            index=pd.Index(labels.workers, name="worker"),
+            name="labels",
+        )
+        if add_counts:
+            counts = self.worker_label_counts_.add(counts, fill_value=0).astype(np.int64)
+        self.worker_label_counts_ = counts
         self.classes_ = labels.classes
         self.probas_ = pd.DataFrame(probas.T, index=labels.tasks, columns=labels.classes)
         self.labels_ = pd.Series(
@@ -133,6 +146,80 @@ class LabelModel(Estimator):
         if sd is not None:
             columns.update(sd=sd[:, k, k], lower=lower[:, k, k], upper=upper[:, k, k])
         return pd.DataFrame(columns, index=labels.workers)
+
+    # ------------------------------------------------------------------ what to ask next
+    question_strategies = QUESTION_VALUES
+    #: what ``strategy="auto"`` means
+    default_question_strategy = "information"
+
+    def expected_accuracy(self, tasks=None) -> float:
+        """The accuracy the model expects of its own answers, without gold: the mean over tasks
+        (all, or ``tasks``) of the posterior probability of the most probable class."""
+        self.check_is_fitted()
+        probas = self.probas_ if tasks is None else self.probas_.reindex(pd.Index(tasks))
+        return float(probas.max(axis=1).mean())
+
+    def _suggest(self, n, *, candidates, available, strategy, confidence, rng) -> pd.DataFrame:
+        """Which task to label next (and by which worker): the value of one more label from
+        :func:`~crowdbayes.annotators.questions.label_question_values` for every candidate
+        task (default: every task fitted), or every (task, worker) pair of ``candidates`` (a
+        table with ``task`` and ``worker`` columns) or of the tasks × ``available`` workers.
+
+        A task the model has not seen has the prevalence as its posterior; an unknown worker,
+        or no worker named, has the mean confusion of the fitted workers weighted by their
+        number of labels. Tasks whose most probable class has reached ``confidence`` are left
+        out. Each task appears once, best first, before any task appears a second time.
+        """
+        questions = self._question_table(candidates, available)
+        probas = self.probas_.reindex(questions["task"]).to_numpy(dtype=np.float64, copy=True)
+        unseen = np.isnan(probas).any(axis=1)
+        probas[unseen] = self.prevalence_.to_numpy()
+        if confidence is not None:
+            keep = probas.max(axis=1) < confidence
+            questions, probas = questions[keep].reset_index(drop=True), probas[keep]
+        strategy = self.default_question_strategy if strategy == "auto" else strategy
+        score = label_question_values(probas, self._question_confusion(questions), strategy, rng)
+        questions = questions.assign(score=score)
+        tie_break = rng.random(len(questions))
+        order = np.lexsort((tie_break, -score))
+        repeat = questions["task"].iloc[order].groupby(questions["task"].iloc[order]).cumcount()
+        order = order[np.lexsort((np.arange(len(order)), repeat.to_numpy()))]
+        return questions.iloc[order[:n]].reset_index(drop=True)
+
+    def _question_table(self, candidates, available) -> pd.DataFrame:
+        """Candidate questions as a table with a ``task`` (and maybe ``worker``) column."""
+        if isinstance(candidates, pd.DataFrame):
+            if "task" not in candidates.columns:
+                raise ValueError(
+                    f"candidates: a table needs a 'task' column; got {list(candidates.columns)}"
+                )
+            table = candidates[[c for c in ("task", "worker") if c in candidates.columns]]
+        else:
+            tasks = self.probas_.index if candidates is None else pd.Index(candidates)
+            table = pd.DataFrame({"task": tasks.unique()})
+        if available is not None:
+            workers = pd.Index(available).unique()
+            if len(workers) == 0:
+                raise ValueError("available: no worker given")
+            if "worker" in table.columns:
+                table = table[table["worker"].isin(workers)]
+            else:
+                table = table.merge(pd.DataFrame({"worker": workers}), how="cross")
+        return table.reset_index(drop=True)
+
+    def _question_confusion(self, questions: pd.DataFrame) -> np.ndarray:
+        """The answering worker's confusion matrix per question (module docstring of
+        :mod:`crowdbayes.annotators.questions`): the worker's posterior mean, or the
+        label-weighted mean over workers when the worker is unknown or not named."""
+        k = len(self.classes_)
+        matrices = self.confusion_.to_numpy().reshape(-1, k, k)
+        workers = pd.Index(self.confusion_.index.get_level_values(0)[::k])
+        weights = self.worker_label_counts_.reindex(workers).fillna(0).to_numpy(np.float64)
+        typical = np.tensordot(weights / weights.sum(), matrices, axes=1)
+        if "worker" not in questions.columns:
+            return typical
+        position = workers.get_indexer(questions["worker"])
+        return np.where((position >= 0)[:, None, None], matrices[position], typical)
 
     def worker_table(self) -> pd.DataFrame:
         """Long table of every worker's confusion: worker, true, observed, mean (and sd, lower,

@@ -267,7 +267,7 @@ class StatsLabelModel(LabelModel):
         fit.globals = self.from_primary(*(fit.globals[key] for key in self.primary))
         fit.stats = self._scatter_workers(full_old, fit.stats, touched, self.worker_stats)
         self._set_fit(fit, LabelIds(workers, self.classes_))
-        self._set_task_results(batch, tasks["probas"])
+        self._set_task_results(batch, tasks["probas"], add_counts=True)
         if "labels" in tasks:
             self.labels_[:] = batch.classes[tasks["labels"]]
         return self

@@ -1,0 +1,211 @@
+"""Adaptive collection of class labels replayed on the shared label sets (issue 16).
+
+For every label set with gold: start from one random label per task, then rounds of a batch of
+5% of the tasks; each round a strategy picks tasks, the replay reveals an unused real label of
+each picked task (`crowdbayes.active.LabelPool`), and the model is refitted warm
+(`fit(labels, init=model)`); up to the whole pool. Strategies: the model's own
+(`auto`, `information`, `accuracy`, `uncertainty`) and the pool baselines `round_robin` (the
+tasks with fewest labels) and `random`. Per set, mean over seeds of: the area under the
+accuracy–budget curve (accuracy averaged over a grid of budgets from the start to the whole
+pool, budget as a fraction of the pool), the labels needed to reach round-robin's full-pool
+accuracy minus 0.005, and the gap between the model's gold-free accuracy estimate and the
+accuracy against gold.
+
+    CROWDBAYES_DATA=../shared/data .venv/bin/python benchmarks/active_labels.py \\
+        [--sets rte temp] [--seeds 5] [--model bayes-ds] [--output benchmarks/results/x.md]
+
+Writes a markdown report (and a PNG of the curves next to it) when ``--output`` is given.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+import warnings
+from pathlib import Path
+
+for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _common import (  # noqa: E402
+    command_line,
+    machine_lines,
+    markdown_table,
+    write_report,
+)
+from crowdbayes.active import LabelPool, simulate  # noqa: E402
+from crowdbayes.datasets import load_labels  # noqa: E402
+from crowdbayes.models.labels import (  # noqa: E402
+    BayesianDawidSkene,
+    CommunityDawidSkene,
+    DawidSkene,
+    StatsLabelModel,
+)
+
+SETS = (
+    "bluebird", "d_possent", "d_product", "dog", "duchenne", "rte",
+    "s_adult", "s_rel", "temp", "trec", "web", "wsd",
+)  # fmt: skip
+STRATEGIES = ("auto", "accuracy", "uncertainty", "round_robin", "random")
+MODELS = {"bayes-ds": BayesianDawidSkene, "ds": DawidSkene, "community-ds": CommunityDawidSkene}
+GRID = np.linspace(0.0, 1.0, 41)
+
+
+def warm_refit(model, pool) -> None:
+    """Refit on the pool's labels, from the previous fit's globals when the model has them."""
+    (labels,) = pool.fit_args()
+    if isinstance(model, StatsLabelModel) and model.is_fitted():
+        model.fit(labels, init=model)
+    else:
+        model.fit(labels)
+
+
+def run(name: str, strategy: str, seed: int, args) -> pd.DataFrame:
+    data = load_labels(name)
+    pool = LabelPool(data.labels, data.gold, start=1, random_state=seed)
+    batch = max(1, int(round(args.batch * pool.observed()["task"].nunique())))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        record = simulate(
+            MODELS[args.model](),
+            pool,
+            batch=batch,
+            strategy=strategy,
+            refit=warm_refit,
+            random_state=seed,
+        )
+    total = len(data.labels)
+    start = record["n_answers"].iloc[0]
+    record["budget"] = (record["n_answers"] - start) / (total - start)
+    return record.assign(set=name, strategy=strategy, seed=seed, total=total)
+
+
+def on_grid(record: pd.DataFrame, column: str) -> np.ndarray:
+    """The curve at the budgets of ``GRID`` (the last value carried forward)."""
+    budgets = record["budget"].to_numpy()
+    values = record[column].to_numpy()
+    index = np.searchsorted(budgets, GRID, side="right") - 1
+    return values[np.clip(index, 0, len(values) - 1)]
+
+
+def summarise(records: pd.DataFrame) -> pd.DataFrame:
+    rows = []
+    for (name, strategy), group in records.groupby(["set", "strategy"], sort=False):
+        curves = np.array([on_grid(g, "accuracy") for _, g in group.groupby("seed")])
+        estimates = np.array([on_grid(g, "estimated_accuracy") for _, g in group.groupby("seed")])
+        rows.append(
+            {
+                "set": name,
+                "strategy": strategy,
+                "auc": curves.mean(),
+                "final": curves[:, -1].mean(),
+                "estimate_gap": np.abs(estimates - curves).mean(),
+                "curve": curves.mean(axis=0),
+                "estimate": estimates.mean(axis=0),
+            }
+        )
+    table = pd.DataFrame(rows)
+    target = table[table["strategy"] == "round_robin"].set_index("set")["final"] - 0.005
+    start = records.groupby("set")["n_answers"].min() / records.groupby("set")["total"].first()
+    table["to_target"] = [
+        _share_of_labels(row["curve"], target.get(row["set"], np.nan), start[row["set"]])
+        for _, row in table.iterrows()
+    ]
+    return table
+
+
+def _share_of_labels(curve: np.ndarray, target: float, start: float) -> float:
+    """The share of all the set's labels seen when ``curve`` first reaches ``target``."""
+    reached = np.flatnonzero(curve >= target)
+    return float(start + (1 - start) * GRID[reached[0]]) if reached.size else np.nan
+
+
+def pivot(table: pd.DataFrame, column: str, strategies) -> pd.DataFrame:
+    """Sets × strategies of one summary column."""
+    return table.pivot(index="set", columns="strategy", values=column)[list(strategies)]
+
+
+def plot(table: pd.DataFrame, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    sets = list(dict.fromkeys(table["set"]))
+    columns = 4
+    rows = int(np.ceil(len(sets) / columns))
+    fig, axes = plt.subplots(rows, columns, figsize=(4 * columns, 3.2 * rows), squeeze=False)
+    for ax, name in zip(axes.ravel(), sets, strict=False):
+        for _, row in table[table["set"] == name].iterrows():
+            ax.plot(GRID, row["curve"], label=row["strategy"])
+        ax.set_title(name)
+        ax.set_xlabel("share of the label pool used")
+        ax.set_ylabel("accuracy on gold")
+    for ax in axes.ravel()[len(sets) :]:
+        ax.axis("off")
+    axes[0, 0].legend(fontsize=7)
+    fig.suptitle("Adaptive collection: accuracy against budget (mean over seeds)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sets", nargs="*", default=list(SETS))
+    parser.add_argument("--strategies", nargs="*", default=list(STRATEGIES))
+    parser.add_argument("--seeds", type=int, default=5)
+    parser.add_argument("--batch", type=float, default=0.05, help="share of the tasks per round")
+    parser.add_argument("--model", choices=list(MODELS), default="bayes-ds")
+    parser.add_argument("--output", type=Path)
+    args = parser.parse_args()
+    start = time.perf_counter()
+    records = []
+    for name in args.sets:
+        for strategy in args.strategies:
+            for seed in range(args.seeds):
+                records.append(run(name, strategy, seed, args))
+            print(f"{name} {strategy} done ({time.perf_counter() - start:.0f} s)", flush=True)
+    table = summarise(pd.concat(records, ignore_index=True))
+    auc = pivot(table, "auc", args.strategies)
+    lines = [
+        "# Adaptive collection of class labels: replay on the shared label sets",
+        "",
+        f"command: `{command_line()}`",
+        *machine_lines(),
+        f"- total run time {time.perf_counter() - start:.0f} s",
+        "",
+        f"Model `{args.model}`, warm refits; start one random label per task; rounds of "
+        f"{args.batch:.0%} of the tasks; {args.seeds} seeds; budget = share of the label pool "
+        "used after the start.",
+        "",
+        "## Area under the accuracy–budget curve",
+        "",
+        markdown_table(auc),
+        "",
+        f"mean: {', '.join(f'{s} {auc[s].mean():.4f}' for s in auc.columns)}",
+        "",
+        "## Share of all labels seen when reaching round-robin's full-pool accuracy − 0.005",
+        "",
+        markdown_table(pivot(table, "to_target", args.strategies), 3),
+        "",
+        "## Gold-free accuracy estimate: mean |estimate − accuracy| over the budgets",
+        "",
+        markdown_table(pivot(table, "estimate_gap", args.strategies)),
+        "",
+    ]
+    text = "\n".join(lines)
+    print(text)
+    if args.output is not None:
+        write_report(args.output, text)
+        plot(table, args.output.with_suffix(".png"))
+
+
+if __name__ == "__main__":
+    main()

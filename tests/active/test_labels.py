@@ -1,0 +1,76 @@
+"""The replay simulator on a pool of class labels."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from crowdbayes import BayesianDawidSkene, MajorityVote
+from crowdbayes.active import LabelPool, simulate
+from crowdbayes.datasets import simulate_labels
+
+
+@pytest.fixture(scope="module")
+def sim():
+    return simulate_labels(150, 15, 6, 2, accuracy_mean=0.7, random_state=5)
+
+
+def test_the_pool_starts_with_the_asked_number_of_labels_per_task(sim):
+    pool = LabelPool(sim.labels, sim.truth, start=2, random_state=0)
+    seen = pool.observed()
+    assert (seen.groupby("task").size() == 2).all()
+    assert pool.n_observed + pool.n_remaining == len(sim.labels)
+    assert pool.fit_args()[0].n_labels == pool.n_observed
+
+
+def test_reveal_matches_tasks_and_workers(sim):
+    pool = LabelPool(sim.labels, sim.truth, start=1, random_state=0)
+    rng = np.random.default_rng(0)
+    task = pool.candidates(False)[0]
+    before = pool.n_observed
+    assert pool.reveal(pd.DataFrame({"task": [task, task]}), rng) == 2
+    assert pool.n_observed == before + 2
+    rest = pool.candidates(True)
+    pair = rest.iloc[[0]]
+    assert pool.reveal(pair, rng) == 1
+    assert pool.reveal(pair, rng) == 0  # that worker's label is used up
+    assert pool.reveal(pd.DataFrame({"task": ["nope"]}), rng) == 0
+
+
+@pytest.mark.parametrize("strategy", ["auto", "uncertainty", "round_robin", "random"])
+def test_simulate_records_every_round_until_the_budget(sim, strategy):
+    pool = LabelPool(sim.labels, sim.truth, start=1, random_state=1)
+    budget = pool.n_observed + 100
+    record = simulate(
+        BayesianDawidSkene(), pool, batch=25, budget=budget, strategy=strategy, random_state=0
+    )
+    assert list(record["n_answers"]) == [150, 175, 200, 225, 250]
+    assert record["accuracy"].between(0, 1).all()
+    assert record["estimated_accuracy"].between(0.5, 1).all()
+    assert record["n_revealed"].iloc[1:].eq(25).all()
+
+
+def test_active_selection_beats_round_robin_on_simulated_workers(sim):
+    curves = {}
+    for strategy in ("auto", "round_robin"):
+        accuracy = []
+        for seed in range(3):
+            pool = LabelPool(sim.labels, sim.truth, start=1, random_state=seed)
+            record = simulate(
+                BayesianDawidSkene(), pool, batch=30, strategy=strategy, random_state=seed
+            )
+            accuracy.append(record.set_index("n_answers")["accuracy"].iloc[:12].to_numpy())
+        curves[strategy] = np.mean(accuracy, axis=0)
+    assert curves["auto"].mean() >= curves["round_robin"].mean()
+
+
+def test_the_whole_pool_is_used_and_worker_aware_replay_works(sim):
+    pool = LabelPool(sim.labels, sim.truth, start=1, random_state=2)
+    record = simulate(MajorityVote(), pool, batch=200, worker_aware=True, random_state=0)
+    assert record["n_answers"].iloc[-1] == len(sim.labels)
+    assert pool.n_remaining == 0
+    with pytest.raises(ValueError, match="batch must be a positive integer"):
+        simulate(MajorityVote(), pool, batch=0)
+    with pytest.raises(ValueError, match="start must be at least 1"):
+        LabelPool(sim.labels, sim.truth, start=0)

@@ -1,0 +1,100 @@
+"""The value of a comparison (``crowdbayes.gp.questions``): BALD's closed form against Monte
+Carlo, its invariants, uncertainty sampling, the random baseline and bad input."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy.special import ndtr
+
+from crowdbayes.gp import (
+    PAIR_QUESTION_VALUES,
+    answer_probability,
+    pair_question_values,
+    probit_information_gain,
+)
+from crowdbayes.gp.questions import binary_entropy
+
+GRID = [
+    (0.0, 1.0, 2.0),
+    (0.5, 0.2, 2.0),
+    (-1.5, 3.0, 2.0),
+    (2.0, 0.5, 0.5),
+    (0.0, 10.0, 2.0),
+    (0.3, 0.01, 2.0),
+    (-4.0, 4.0, 1.0),
+    (1.0, 2.0, 8.0),
+]
+
+
+def monte_carlo(mean, var, noise_var, n=400_000, seed=0):
+    """``I(y; d) = h(E[p]) - E[h(p)]`` with ``p = Φ(d/√ν)``, ``d ~ N(mean, var)``."""
+    d = np.random.default_rng(seed).normal(mean, np.sqrt(var), n)
+    p = ndtr(d / np.sqrt(noise_var))
+    terms = binary_entropy(p)
+    return binary_entropy(p.mean()) - terms.mean(), terms.std() / np.sqrt(n)
+
+
+@pytest.mark.parametrize(("mean", "var", "noise_var"), GRID)
+def test_bald_closed_form_matches_monte_carlo(mean, var, noise_var):
+    """The closed form approximates ``h(Φ(x))`` by a Gaussian (error ≤ 0.0027 bits, i.e.
+    0.0019 nats), so it agrees with Monte Carlo within that plus four standard errors."""
+    exact, se = monte_carlo(mean, var, noise_var)
+    value = probit_information_gain(mean, var, noise_var)
+    assert value == pytest.approx(exact, abs=0.0019 + 4 * se)
+
+
+def test_answer_probability_matches_monte_carlo():
+    for mean, var, noise_var in GRID:
+        d = np.random.default_rng(1).normal(mean, np.sqrt(var), 400_000)
+        p = ndtr(d / np.sqrt(noise_var)).mean()
+        assert answer_probability(mean, var, noise_var) == pytest.approx(p, abs=3e-3)
+
+
+def test_bald_invariants():
+    var = np.linspace(0.0, 20.0, 41)
+    gain = probit_information_gain(0.0, var, 2.0)
+    assert gain[0] == pytest.approx(0.0, abs=1e-12)  # a known difference: nothing to learn
+    assert np.all(np.diff(gain) > 0)  # more uncertain, more to learn
+    assert np.all(gain <= np.log(2.0))  # at most one bit
+    mean = np.linspace(0.0, 6.0, 25)
+    assert np.all(np.diff(probit_information_gain(mean, 1.0, 2.0)) < 0)  # decided pairs
+    assert np.allclose(
+        probit_information_gain(mean, 1.0, 2.0), probit_information_gain(-mean, 1, 2)
+    )
+    noisier = probit_information_gain(0.5, 1.0, np.array([0.5, 2.0, 8.0, 32.0]))
+    assert np.all(np.diff(noisier) < 0)  # a noisier answer tells less
+    # shape: arrays broadcast, non-negative everywhere
+    values = probit_information_gain(np.zeros((3, 4)), np.ones((3, 4)), 2.0)
+    assert values.shape == (3, 4) and (values >= 0).all()
+
+
+def test_bald_ranks_unlike_uncertainty():
+    """A well-known tie (p = ½, no variance) is the most uncertain answer and worth nothing
+    to BALD; an unknown pair is worth more."""
+    mean, var = np.array([0.0, 1.0]), np.array([1e-6, 4.0])
+    assert pair_question_values(mean, var, 2.0, "uncertainty").argmax() == 0
+    assert pair_question_values(mean, var, 2.0, "information").argmax() == 1
+
+
+def test_uncertainty_is_least_confidence():
+    mean, var = np.array([-2.0, 0.0, 0.3]), np.array([1.0, 1.0, 0.5])
+    p = answer_probability(mean, var, 2.0)
+    values = pair_question_values(mean, var, 2.0, "uncertainty")
+    assert np.allclose(values, 1 - np.maximum(p, 1 - p))
+    assert values[1] == pytest.approx(0.5)
+
+
+def test_random_is_seeded():
+    a = pair_question_values(np.zeros(5), 1.0, 2.0, "random", np.random.default_rng(3))
+    b = pair_question_values(np.zeros(5), 1.0, 2.0, "random", np.random.default_rng(3))
+    c = pair_question_values(np.zeros(5), 1.0, 2.0, "random", np.random.default_rng(4))
+    assert np.array_equal(a, b) and not np.array_equal(a, c)
+
+
+def test_bad_input():
+    assert PAIR_QUESTION_VALUES == ("information", "uncertainty", "random")
+    with pytest.raises(ValueError, match="the random strategy needs a random generator"):
+        pair_question_values(np.zeros(2), 1.0, 2.0, "random")
+    with pytest.raises(ValueError, match=r"strategy must be one of .*; got 'entropy'"):
+        pair_question_values(np.zeros(2), 1.0, 2.0, "entropy")

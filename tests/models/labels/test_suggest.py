@@ -1,0 +1,116 @@
+"""``suggest`` on the label models: which task (and worker) to ask next, and the gold-free
+accuracy estimate."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from crowdbayes import (
+    BayesianDawidSkene,
+    DawidSkene,
+    Estimator,
+    MajorityVote,
+    NotFittedError,
+)
+from crowdbayes.datasets import simulate_labels
+
+
+@pytest.fixture(scope="module")
+def data():
+    sim = simulate_labels(200, 12, 3, 2, accuracy_mean=0.75, random_state=3)
+    frame = sim.labels.assign(task="t" + sim.labels["task"].astype(str))
+    frame["worker"] = "w" + frame["worker"].astype(str)
+    return frame
+
+
+@pytest.mark.parametrize("cls", [MajorityVote, DawidSkene, BayesianDawidSkene])
+def test_suggest_returns_the_most_valuable_tasks_best_first(cls, data):
+    model = cls().fit(data)
+    table = model.suggest(10, random_state=0)
+    assert list(table.columns) == ["task", "score"] and len(table) == 10
+    assert table["task"].is_unique and table["score"].is_monotonic_decreasing
+    assert set(table["task"]) <= set(model.probas_.index)
+    # information gain is largest where the class is most uncertain, with the same workers
+    everything = model.suggest(len(model.probas_), strategy="uncertainty", random_state=0)
+    entropy = everything.set_index("task")["score"]
+    assert entropy.loc[table["task"]].mean() > entropy.mean()
+
+
+def test_same_seed_same_suggestions_and_random_baseline(data):
+    model = BayesianDawidSkene().fit(data)
+    a = model.suggest(15, strategy="random", random_state=1)
+    b = model.suggest(15, strategy="random", random_state=1)
+    pd.testing.assert_frame_equal(a, b)
+    assert not a.equals(model.suggest(15, strategy="random", random_state=2))
+
+
+def test_confidence_leaves_decided_tasks_out(data):
+    model = BayesianDawidSkene().fit(data)
+    confident = model.probas_.max(axis=1) >= 0.9
+    table = model.suggest(len(model.probas_), confidence=0.9)
+    assert set(table["task"]) == set(model.probas_.index[~confident])
+
+
+def test_new_tasks_and_available_workers(data):
+    model = BayesianDawidSkene().fit(data)
+    tasks = ["t0", "t1", "brand-new"]
+    table = model.suggest(6, candidates=tasks, available=["w0", "w1", "stranger"])
+    assert len(table) == 6 and set(table.columns) == {"task", "worker", "score"}
+    # every task once before any task twice
+    assert table["task"].iloc[:3].is_unique
+    # a task never labelled has the prevalence as posterior: worth asking
+    assert "brand-new" in set(table["task"])
+    pairs = pd.DataFrame({"task": ["t0", "t0"], "worker": ["w0", "w5"]})
+    only = model.suggest(5, candidates=pairs)
+    assert len(only) == 2 and set(only["worker"]) == {"w0", "w5"}
+
+
+def test_a_worker_who_never_errs_is_preferred(data):
+    model = BayesianDawidSkene().fit(data)
+    accuracy = model.confusion_.groupby(level="worker").apply(
+        lambda m: float(np.trace(m.to_numpy())) / 2
+    )
+    best, worst = accuracy.idxmax(), accuracy.idxmin()
+    table = model.suggest(1, candidates=["t0"], available=[worst, best], strategy="information")
+    assert table["worker"].iloc[0] == best
+
+
+def test_expected_accuracy_is_the_mean_posterior_of_the_answer(data):
+    model = BayesianDawidSkene().fit(data)
+    assert model.expected_accuracy() == pytest.approx(model.probas_.max(axis=1).mean())
+    tasks = model.probas_.index[:5]
+    assert model.expected_accuracy(tasks) == pytest.approx(
+        model.probas_.loc[tasks].max(axis=1).mean()
+    )
+
+
+def test_bad_requests_are_refused_by_name(data):
+    model = BayesianDawidSkene()
+    with pytest.raises(NotFittedError):
+        model.suggest(3)
+    model.fit(data)
+    with pytest.raises(ValueError, match="n must be a positive integer; got 0"):
+        model.suggest(0)
+    with pytest.raises(ValueError, match="strategy must be one of 'auto', 'information'"):
+        model.suggest(3, strategy="psychic")
+    with pytest.raises(ValueError, match=r"confidence must be a number in \(0, 1\)"):
+        model.suggest(3, confidence=1.5)
+    with pytest.raises(ValueError, match="a table needs a 'task' column"):
+        model.suggest(3, candidates=pd.DataFrame({"item": ["t0"]}))
+    with pytest.raises(ValueError, match="available: no worker given"):
+        model.suggest(3, available=[])
+
+
+def test_a_model_without_question_strategies_cannot_suggest():
+    class Plain(Estimator):
+        _abstract = True
+
+        def __init__(self) -> None:
+            pass
+
+    plain = Plain()
+    plain.fitted_ = True
+    with pytest.raises(TypeError, match="Plain cannot suggest questions"):
+        plain.suggest(1)
