@@ -54,21 +54,28 @@ def label_log_likelihood(labels: Labels, log_conf: np.ndarray) -> tuple[np.ndarr
     return relative, offset
 
 
-def confusion_statistics(labels: Labels, responsibilities: np.ndarray) -> np.ndarray:
+def confusion_statistics(
+    labels: Labels, responsibilities: np.ndarray, *, sums_to_one: bool = True
+) -> np.ndarray:
     """Expected counts ``n[j, k, x]`` of worker ``j`` saying ``x`` on tasks of true class ``k``,
     from class-major (K, n_tasks) responsibilities.
 
-    ``n = Aᵀ r`` class by class; the last class's counts are the worker's label totals minus
-    the others' (responsibilities sum to one), saving one sparse product.
+    ``n = Aᵀ r`` class by class; when every task's responsibilities sum to one (``sums_to_one``)
+    the last class's counts are the worker's label totals minus the others', saving one sparse
+    product. Pass ``sums_to_one=False`` for weighted responsibilities (tasks left out with
+    weight 0).
     """
     n_classes = responsibilities.shape[0]
     matrix_t = labels.count_matrix.T
     flat = np.empty((n_classes, matrix_t.shape[0]))
-    if n_classes == 2:
+    if not sums_to_one:
+        flat[:] = (matrix_t @ np.ascontiguousarray(responsibilities.T)).T
+    elif n_classes == 2:
         flat[0] = matrix_t @ responsibilities[0]
     else:  # one multi-vector product beats K−1 single ones
         flat[:-1] = (matrix_t @ np.ascontiguousarray(responsibilities[:-1].T)).T
-    flat[-1] = np.maximum(labels.column_totals - flat[:-1].sum(axis=0), 0.0)
+    if sums_to_one:
+        flat[-1] = np.maximum(labels.column_totals - flat[:-1].sum(axis=0), 0.0)
     return flat.reshape(n_classes, -1, n_classes).transpose(1, 0, 2)
 
 

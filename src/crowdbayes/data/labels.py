@@ -177,6 +177,13 @@ class LabelBlock:
             self.worker_codes * k + self.label_codes, minlength=self.n_workers * k
         ).astype(np.float64)
 
+    @cached_property
+    def workers_per_task(self) -> np.ndarray:
+        """How many distinct workers labelled each task, as a (n_tasks,) integer vector."""
+        coo = self.count_matrix.tocoo()
+        pairs = np.unique(coo.row.astype(np.int64) * self.n_workers + coo.col // self.n_classes)
+        return np.bincount(pairs // self.n_workers, minlength=self.n_tasks)
+
     def vote_counts(self) -> np.ndarray:
         """Class-major array (n_classes, n_tasks): how many votes each class got on each task."""
         k = self.n_classes

@@ -195,6 +195,55 @@ def test_confusion_statistics_against_loop(k, seed):
     assert stats[0, 0].sum() >= 2
 
 
+@pytest.mark.parametrize("k", [2, 3])
+def test_weighted_confusion_statistics_against_loop(k):
+    labels = toy_labels(k, 0)
+    resp = np.random.default_rng(1).dirichlet(np.ones(k), size=labels.n_tasks)
+    resp[::2] = 0.0  # tasks left out
+    stats = confusion_statistics(labels, np.ascontiguousarray(resp.T), sums_to_one=False)
+    np.testing.assert_allclose(stats, naive_statistics(labels, resp), rtol=1e-12, atol=1e-12)
+
+
+def test_bayesian_dawid_skene_single_worker_tasks_do_not_feed_back():
+    """Tasks seen by one worker are labelled but leave the workers' and the prevalence's
+    posteriors (and the ELBO) as the other tasks make them: the cut of the model docstring."""
+    table = synthetic(3, 0, n_tasks=200).labels
+    labels = Labels(table)
+    rng = np.random.default_rng(0)
+    extra = pd.DataFrame(
+        {
+            "task": table["task"].max() + 1 + np.arange(300),
+            "worker": rng.choice(table["worker"].unique(), 300),
+            "label": rng.choice(labels.classes, 300),
+        }
+    )
+    base = quiet_fit(BayesianDawidSkene(tol=1e-12), labels)
+    with_singles = quiet_fit(
+        BayesianDawidSkene(tol=1e-12), Labels(pd.concat([table, extra]), classes=labels.classes)
+    )
+    np.testing.assert_allclose(
+        with_singles.globals_["alpha"], base.globals_["alpha"], rtol=1e-9, atol=1e-9
+    )
+    np.testing.assert_allclose(with_singles.globals_["beta"], base.globals_["beta"], rtol=1e-9)
+    np.testing.assert_allclose(with_singles.elbo_history_[-1], base.elbo_history_[-1], rtol=1e-9)
+    np.testing.assert_allclose(
+        with_singles.probas_.loc[base.probas_.index].to_numpy(), base.probas_.to_numpy(), atol=1e-9
+    )
+    # the single-worker tasks get the posterior of their one label under the workers' fit
+    task = extra.iloc[0]
+    worker = with_singles.workers_.get_loc(task["worker"])
+    label = list(labels.classes).index(task["label"])
+    log_post = (
+        with_singles.globals_["log_prevalence"]
+        + with_singles.globals_["log_confusion"][worker, :, label]
+    )
+    expected = np.exp(log_post - np.logaddexp.reduce(log_post))
+    # (probas_ come from the last E-step, one global update before globals_)
+    np.testing.assert_allclose(
+        with_singles.probas_.loc[task["task"]].to_numpy(), expected, atol=1e-5
+    )
+
+
 # ---------------------------------------------------------------------------- monotonicity
 
 

@@ -44,6 +44,10 @@ class ConfusionStatsModel(StatsLabelModel):
 
     _abstract = True
     needs_entropy = False
+    #: leave the tasks that only one worker labelled (and that have no gold) out of the worker
+    #: and prevalence statistics: they are still labelled, but do not feed back (see
+    #: :class:`~crowdbayes.models.labels.BayesianDawidSkene`)
+    cut_single_worker_tasks = False
 
     def initial_stats(self, block: LabelBlock) -> Stats:
         """Statistics of each task's vote shares (gold tasks one-hot): the usual EM start."""
@@ -58,12 +62,17 @@ class ConfusionStatsModel(StatsLabelModel):
         return self._posterior_stats(block, resp, float(log_evidence.sum()) + offset)
 
     def _posterior_stats(self, block: LabelBlock, resp: np.ndarray, log_evidence: float) -> Stats:
+        counted, sums_to_one = resp, True
+        if self.cut_single_worker_tasks:
+            single = (block.workers_per_task < 2) & (block.gold_codes < 0)
+            if single.any():
+                counted, sums_to_one = resp * ~single, False
         stats = {
-            "confusion": confusion_statistics(block, resp),
-            "classes": resp.sum(axis=1),
+            "confusion": confusion_statistics(block, counted, sums_to_one=sums_to_one),
+            "classes": counted.sum(axis=1),
             "log_evidence": log_evidence,
         }
         if self.needs_entropy:
             with np.errstate(divide="ignore", invalid="ignore"):
-                stats["entropy"] = float(-np.where(resp > 0, resp * np.log(resp), 0.0).sum())
+                stats["entropy"] = float(-np.where(counted > 0, counted * np.log(resp), 0.0).sum())
         return stats
