@@ -179,22 +179,23 @@ class CountRows:
         n_workers, n_rows, n_cols = counts.shape
         cells, values, multiplicity = _distinct_values(counts.reshape(n_workers, -1))
         self.n_rows, self.n_cols = n_rows, n_cols
-        self.cell_index = cells
-        self.cell_values = values
-        self.cell_weights = _row_weights(cells // n_cols, multiplicity, n_rows)
+        self.cell_index, self.cell_values, self.cell_multiplicity = cells, values, multiplicity
+        self.cell_segments = _RowSegments(cells // n_cols, n_rows)
         self.cell_present = np.bincount(cells, multiplicity, minlength=n_rows * n_cols)
         rows, totals, total_multiplicity = _distinct_values(counts.sum(axis=2))
-        self.total_index = rows
-        self.total_values = totals
-        self.total_weights = _row_weights(rows, total_multiplicity, n_rows)
+        self.total_index, self.total_values = rows, totals
+        self.total_multiplicity = total_multiplicity
+        self.total_segments = _RowSegments(rows, n_rows)
         self.total_present = np.bincount(rows, total_multiplicity, minlength=n_rows)
 
     def log_marginal(self, alpha: np.ndarray) -> np.ndarray:
         """:math:`L_k(\alpha_k)` for ``alpha`` of shape (..., K, X); returns (..., K)."""
         flat = alpha.reshape(*alpha.shape[:-2], -1)
         scale = alpha.sum(axis=-1)
-        terms = gammaln(flat[..., self.cell_index] + self.cell_values) @ self.cell_weights
-        terms -= gammaln(scale[..., self.total_index] + self.total_values) @ self.total_weights
+        cells = gammaln(flat[..., self.cell_index] + self.cell_values) * self.cell_multiplicity
+        totals = gammaln(scale[..., self.total_index] + self.total_values)
+        terms = self.cell_segments.sum(cells)
+        terms -= self.total_segments.sum(totals * self.total_multiplicity)
         terms += self.total_present * gammaln(scale)
         terms -= (self.cell_present * gammaln(flat)).reshape(alpha.shape).sum(axis=-1)
         return terms
@@ -240,11 +241,19 @@ def _distinct_values(table: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndar
     return columns[starts], values[starts], multiplicity
 
 
-def _row_weights(rows: np.ndarray, multiplicity: np.ndarray, n_rows: int) -> np.ndarray:
-    """(entries, n_rows) matrix summing multiplicity-weighted entry terms into their rows."""
-    weights = np.zeros((len(rows), n_rows))
-    weights[np.arange(len(rows)), rows] = multiplicity
-    return weights
+class _RowSegments:
+    """Sums over the last axis of entries sorted by row, one sum per row (0 for a row without
+    entries): ``np.add.reduceat`` over the contiguous runs of each row."""
+
+    def __init__(self, rows: np.ndarray, n_rows: int) -> None:
+        self.n_rows = n_rows
+        self.present, self.starts = np.unique(rows, return_index=True)
+
+    def sum(self, entries: np.ndarray) -> np.ndarray:
+        out = np.zeros((*entries.shape[:-1], self.n_rows))
+        if self.starts.size:
+            out[..., self.present] = np.add.reduceat(entries, self.starts, axis=-1)
+        return out
 
 
 def moment_match_dirichlet(rows: np.ndarray, max_scale: float) -> tuple[np.ndarray, bool]:

@@ -13,11 +13,18 @@ from __future__ import annotations
 
 import multiprocessing
 import os
-from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ProcessPoolExecutor
+from collections.abc import Callable
+from concurrent.futures import FIRST_EXCEPTION, Future, ProcessPoolExecutor, wait
+from contextlib import contextmanager
 from typing import Any
 
-__all__ = ["available_cores", "resolve_n_jobs", "map_chains"]
+__all__ = [
+    "available_cores",
+    "resolve_n_jobs",
+    "sweep_counters",
+    "chain_processes",
+    "wait_for",
+]
 
 # (function, shared arguments) of the running map_chains, inherited by its forked workers
 _JOB: tuple[Callable[..., Any], tuple] | None = None
@@ -44,26 +51,36 @@ def resolve_n_jobs(n_jobs: int | None, n_chains: int, estimated_seconds: float) 
     return max(1, min(n_jobs, n_chains, cores))
 
 
-def map_chains(
-    function: Callable[..., Any], chains: Sequence[Any], shared: tuple, n_jobs: int
-) -> Iterator[Any]:
-    """``function(chain, *shared)`` for every chain, in order, on ``n_jobs`` processes.
+def sweep_counters(n_chains: int):
+    """Per-chain counters in shared memory (before forking): chain processes write how many
+    sweeps they have done, the parent reads them to report progress."""
+    return multiprocessing.get_context("fork").Array("q", n_chains, lock=False)
 
-    A generator: results are yielded in the order of ``chains`` as they become available (so a
-    caller can report progress). With ``n_jobs == 1`` everything runs in this process.
-    """
-    if n_jobs <= 1 or len(chains) <= 1:
-        for chain in chains:
-            yield function(chain, *shared)
-        return
+
+@contextmanager
+def chain_processes(function: Callable[..., Any], shared: tuple, n_jobs: int):
+    """A pool of ``n_jobs`` forked processes running ``function(chain, *shared)``; yields
+    ``submit(chains) -> list of futures``. ``shared`` is inherited by the processes, not pickled:
+    only each chain travels, there and back."""
     global _JOB
     _JOB = (function, shared)
     try:
         context = multiprocessing.get_context("fork")
         with ProcessPoolExecutor(max_workers=n_jobs, mp_context=context) as pool:
-            yield from pool.map(_run, chains)
+            yield lambda chains: [pool.submit(_run, chain) for chain in chains]
     finally:
         _JOB = None
+
+
+def wait_for(futures: list[Future], ready: Callable[[], bool], poll: float = 0.05) -> None:
+    """Block until ``ready()`` (polled) or every future is done; re-raise a chain's error."""
+    while not ready():
+        done, _ = wait(futures, timeout=poll, return_when=FIRST_EXCEPTION)
+        for future in done:
+            if future.exception() is not None:
+                raise future.exception()
+        if len(done) == len(futures):
+            return
 
 
 def _run(chain: Any) -> Any:

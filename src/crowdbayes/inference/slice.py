@@ -3,7 +3,7 @@ to one target or to many independent targets at once."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -78,6 +78,7 @@ def slice_sample_rows(
     width: float = 1.0,
     max_steps: int = 32,
     batch: int = 4,
+    dims: Sequence[int] | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     r"""One sweep of coordinate-wise slice sampling of ``B`` independent targets at once.
 
@@ -107,13 +108,14 @@ def slice_sample_rows(
     target invariant (Neal 2003, Ann. Statist. 31(3), §4.1 and §4.2.2); the targets must be
     independent (their joint density a product over rows).
 
-    ``current`` may pass ``log_density(x[None])[0]`` when it is already known. Returns the new
-    points and their log-densities (``x`` is not modified).
+    ``dims`` restricts the sweep to those coordinates (in that order). ``current`` may pass
+    ``log_density(x[None])[0]`` when it is already known. Returns the new points and their
+    log-densities (``x`` is not modified).
     """
     x, current = _start(x, log_density, current, "slice")
     n_rows, n_dims = x.shape
     offsets = np.arange(batch)[:, None]
-    for d in range(n_dims):
+    for d in range(n_dims) if dims is None else dims:
         level = current - rng.exponential(size=n_rows)
         origin = x[:, d].copy()
         left = origin - width * rng.random(n_rows)

@@ -185,6 +185,9 @@ def update_hyperparameters(chain: ChainState, settings: GibbsSettings, refresh: 
             return log_density(points) + 0.5 * quadratic
 
         coords, _ = elliptical_slice_rows(coords, log_likelihood, mean, chol, chain.rng)
+        # the scales' posteriors are skewed with a heavy right tail (Pareto prior, few workers),
+        # which a Gaussian reference fits worst: one more slice update of every log s_k
+        coords, _ = slice_sample_rows(coords, log_density, chain.rng, dims=[0])
     chain.alpha = rows_to_alpha(coords)
 
 
@@ -310,18 +313,23 @@ def run_sweep(
 
 
 def run_chain(
-    chain: ChainState,
+    numbered: tuple[int, ChainState],
     labels: Labels,
     settings: GibbsSettings,
     pivot: np.ndarray,
     index: LabelIndex | None,
     n_warmup: int,
     n_samples: int,
+    counters=None,
 ) -> ChainState:
-    """All ``n_warmup + n_samples`` sweeps of one chain (it only uses its own generator, so it
-    gives the same draws in any process, alone or beside other chains)."""
+    """All ``n_warmup + n_samples`` sweeps of chain ``numbered = (number, chain)``, writing the
+    sweeps done to ``counters[number]`` if given. The chain only uses its own generator, so it
+    gives the same draws in any process, alone or beside other chains."""
+    number, chain = numbered
     for sweep in range(n_warmup + n_samples):
         chain_sweep(chain, labels, settings, pivot, index, n_warmup, sweep)
+        if counters is not None:
+            counters[number] = sweep + 1
     return chain
 
 

@@ -22,7 +22,7 @@ from ...data import Labels
 from ...exceptions import ConvergenceWarning, DivergenceWarning
 from ...inference.diagnostics import ess_bulk, ess_tail, rhat, rhat_from_moments
 from ...inference.driver import run_iterations
-from ...inference.parallel import map_chains, resolve_n_jobs
+from ...inference.parallel import chain_processes, resolve_n_jobs, sweep_counters, wait_for
 from ...maths import beta_interval
 from . import _gibbs
 from ._base import LabelModel
@@ -201,13 +201,17 @@ class HierarchicalAnnotation(LabelModel):
         n_sweeps = self.n_warmup + self.n_samples
         shared = (labels, settings, pivot, index, self.n_warmup)
         n_jobs = resolve_n_jobs(self.n_jobs, self.n_chains, self._estimated_seconds(labels))
-        if n_jobs > 1:
-            finished = map_chains(_gibbs.run_chain, chains, (*shared, self.n_samples), n_jobs)
+        if n_jobs > 1:  # chains in processes; progress = sweeps every chain has done
+            counters = sweep_counters(self.n_chains)
+            work = (*shared, self.n_samples, counters)
+            with chain_processes(_gibbs.run_chain, work, n_jobs) as submit:
+                futures = submit(list(enumerate(chains)))
 
-            def step(i: int) -> None:
-                chains[i] = next(finished)
+                def step(sweep: int) -> None:
+                    wait_for(futures, lambda: min(counters) > sweep)
 
-            run_iterations(step, max_iter=self.n_chains, progress=self.progress, desc="chains")
+                run_iterations(step, max_iter=n_sweeps, progress=self.progress, desc="Gibbs sweeps")
+                chains = [future.result() for future in futures]
         else:
 
             def step(sweep: int) -> None:
