@@ -25,6 +25,10 @@ a fresh subprocess with ``PYTHONPATH`` pointing at the source it measures, and t
 - ``gold``: every label set with gold, default settings, seed 0, old and new: accuracy and
   log-loss on the gold tasks and their differences.
 
+Every fit's raw numbers (wall and CPU time of the fit's process and its chain processes, R-hat,
+accuracy, log-loss) also go, one JSON line each, to ``<output stem>_fits.jsonl`` beside the
+report: on a loaded machine the CPU times are the steadier measure.
+
 Run from the repository root, alone on the machine (timings)::
 
     CROWDBAYES_DATA=../shared/data nice -n 19 .venv/bin/python benchmarks/hierarchical_speed.py
@@ -63,6 +67,8 @@ BIG = {"n_tasks": 100_000, "n_workers": 1_000, "labels_per_task": 10, "n_classes
 DEFAULT_SWEEPS = 4 * (200 + 300)
 SHORT = {"n_chains": 1, "n_warmup": 5, "n_samples": 20}
 LONG = {"n_chains": 1, "n_warmup": 5, "n_samples": 45}
+# every fit's raw numbers (CPU time too), one JSON line each, beside the report
+FITS = RESULTS / "hierarchical_speed_fits.jsonl"
 
 
 # ------------------------------------------------------------------------------ the worker
@@ -111,6 +117,11 @@ def worker(spec: dict) -> dict:
     if gold is not None:
         out["accuracy"] = float(accuracy(gold, model.labels_))
         out["log_loss"] = float(log_loss(gold, model.probas_))
+    side = "new" if Path(out["source"]).resolve().is_relative_to(REPO) else "old"
+    raw = {"side": side, **{k: v for k, v in spec.items() if k != "capture"}}
+    raw.update({k: v for k, v in out.items() if k not in ("chains", "source")})
+    with Path(os.environ.get("HIERARCHICAL_SPEED_FITS", FITS)).open("a", encoding="utf-8") as fits:
+        fits.write(json.dumps(raw) + "\n")
     return out
 
 
@@ -195,6 +206,9 @@ def main() -> None:
     parser.add_argument("--output", type=Path, default=RESULTS / "hierarchical_speed.md")
     args = parser.parse_args()
     os.environ.setdefault("CROWDBAYES_DATA", str(resolve_data_root()))
+    fits = args.output.with_name(f"{args.output.stem}_fits.jsonl")
+    fits.unlink(missing_ok=True)
+    os.environ["HIERARCHICAL_SPEED_FITS"] = str(fits)
     lines = [
         "# HierarchicalAnnotation: new sampler against the old one",
         "",
@@ -219,15 +233,19 @@ def main() -> None:
 
         if "rte" in args.sections:
             lines += ["## RTE, default settings (4 chains × 500 sweeps)", ""]
-            lines += ["| seed | old (s) | new (s) | old / new | accuracy old / new | "]
-            lines[-1] += "log-loss old / new | max split-R-hat old / new | load |"
-            lines += ["|" + " --- |" * 8]
+            lines += ["| seed | old (s) | new (s) | old / new | CPU old / new (s) | "]
+            lines[-1] += (
+                "accuracy old / new | log-loss old / new | max split-R-hat old / new | load |"
+            )
+            lines += ["|" + " --- |" * 9]
             for seed in (0, 1):
                 old, new = default_fit("old", "rte", seed), default_fit("new", "rte", seed)
                 lines.append(
                     f"| {seed} | {old['seconds']:.2f} | {new['seconds']:.2f} | "
-                    f"{old['seconds'] / new['seconds']:.1f} | {old['accuracy']:.4f} / "
-                    f"{new['accuracy']:.4f} | {old['log_loss']:.4f} / {new['log_loss']:.4f} | "
+                    f"{old['seconds'] / new['seconds']:.1f} | "
+                    f"{old['cpu_seconds']:.2f} / {new['cpu_seconds']:.2f} | "
+                    f"{old['accuracy']:.4f} / {new['accuracy']:.4f} | "
+                    f"{old['log_loss']:.4f} / {new['log_loss']:.4f} | "
                     f"{old['max_split_rhat']:.4f} / {new['max_split_rhat']:.4f} | "
                     f"{load_average()} |"
                 )
@@ -265,7 +283,8 @@ def main() -> None:
                 f"## {name}: simulate_labels({data}), default settings",
                 "",
                 f"- new: {new['seconds']:.2f} s (target < {target:g} s: "
-                f"{'PASS' if new['seconds'] < target else 'FAIL'}); max split-R-hat "
+                f"{'PASS' if new['seconds'] < target else 'FAIL'}; CPU {new['cpu_seconds']:.2f} s "
+                f"in all processes); max split-R-hat "
                 f"{new['max_split_rhat']:.4f}; load {load_average()}",
                 f"- old: {per_sweep:.4f} s per sweep (marginal, one chain) × {DEFAULT_SWEEPS} "
                 f"sweeps = {estimate:.1f} s estimated; old / new = {estimate / new['seconds']:.0f}",
