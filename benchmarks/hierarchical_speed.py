@@ -192,6 +192,15 @@ def mc_comparison(old: list[dict], new: list[dict]) -> dict:
     return rows
 
 
+def recorded_fit(path: Path, dataset: str) -> dict:
+    """The ``cb_ha`` row of a ``labels_accuracy.py`` CSV for ``dataset``."""
+    import pandas as pd
+
+    table = pd.read_csv(path)
+    row = table[(table["dataset"] == dataset) & (table["model"] == "cb_ha")].iloc[0]
+    return {"accuracy": row["accuracy"], "log_loss": row["log_loss"], "seconds": row["seconds"]}
+
+
 def marginal_per_sweep(runner: Runner, side: str, data: dict) -> float:
     short = runner.fit(side, {**data, "params": {**SHORT, "random_state": 0}})
     long = runner.fit(side, {**data, "params": {**LONG, "random_state": 0}})
@@ -204,6 +213,11 @@ def main() -> None:
     parser.add_argument("--old-rev", default="fd1202a")
     parser.add_argument("--timeout", type=float, default=900.0)
     parser.add_argument("--output", type=Path, default=RESULTS / "hierarchical_speed.md")
+    parser.add_argument(
+        "--old-csv",
+        type=Path,
+        help="gold section: take the old sampler's results from a labels_accuracy.py CSV",
+    )
     args = parser.parse_args()
     os.environ.setdefault("CROWDBAYES_DATA", str(resolve_data_root()))
     fits = args.output.with_name(f"{args.output.stem}_fits.jsonl")
@@ -315,12 +329,21 @@ def main() -> None:
             lines.append("")
         if "gold" in args.sections:
             lines += ["## Label sets with gold, default settings, seed 0", ""]
+            if args.old_csv:
+                lines += [
+                    f"Old side read from `{args.old_csv}` (model `cb_ha`, the old sampler with "
+                    "seed 0; rerun it without `--old-csv` to refit it).",
+                    "",
+                ]
             lines += ["| set | accuracy old | new | diff | log-loss old | new | diff | "]
             lines[-1] += "old (s) | new (s) |"
             lines += ["|" + " --- |" * 9]
             root = Path(os.environ["CROWDBAYES_DATA"]) / "labels"
             for folder in sorted(p for p in root.iterdir() if (p / "gold.csv").is_file()):
-                old = default_fit("old", folder.name, 0)
+                if args.old_csv:
+                    old = recorded_fit(args.old_csv, folder.name)
+                else:
+                    old = default_fit("old", folder.name, 0)
                 new = default_fit("new", folder.name, 0)
                 if old.get("timeout") or new.get("timeout"):
                     lines.append(f"| {folder.name} | timeout ||||||||")
