@@ -179,15 +179,18 @@ def update_hyperparameters(chain: ChainState, settings: GibbsSettings, refresh: 
     else:
         mean, chol, precision = chain.reference
 
-        def log_likelihood(points: np.ndarray) -> np.ndarray:
+        def half_quadratic(points: np.ndarray) -> np.ndarray:
             offset = points - mean
-            quadratic = np.einsum("mbd,bde,mbe->mb", offset, precision, offset)
-            return log_density(points) + 0.5 * quadratic
+            return 0.5 * np.einsum("...bd,bde,...be->...b", offset, precision, offset)
 
-        coords, _ = elliptical_slice_rows(coords, log_likelihood, mean, chol, chain.rng)
+        def log_likelihood(points: np.ndarray) -> np.ndarray:
+            return log_density(points) + half_quadratic(points)
+
+        coords, value = elliptical_slice_rows(coords, log_likelihood, mean, chol, chain.rng)
+        current = value - half_quadratic(coords)  # the log density, without another call
         # the scales' posteriors are skewed with a heavy right tail (Pareto prior, few workers),
         # which a Gaussian reference fits worst: one more slice update of every log s_k
-        coords, _ = slice_sample_rows(coords, log_density, chain.rng, dims=[0])
+        coords, _ = slice_sample_rows(coords, log_density, chain.rng, current=current, dims=[0])
     chain.alpha = rows_to_alpha(coords)
 
 
