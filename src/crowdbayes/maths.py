@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import numpy as np
 from scipy import stats
-from scipy.special import digamma, gammaln, logsumexp
+from scipy.special import digamma, gammaln
 
 __all__ = [
     "log_normalize",
+    "lean_logsumexp",
     "softmax_classes",
     "categorical_sample",
     "dirichlet_expected_log",
@@ -37,8 +38,21 @@ def log_normalize(log_weights: np.ndarray, axis: int = 0) -> tuple[np.ndarray, n
     Returns ``(log_probs, log_norm)`` where ``log_probs = log_weights - log_norm`` and
     ``log_norm = logsumexp(log_weights, axis)`` (the reduced axis dropped).
     """
-    log_norm = logsumexp(log_weights, axis=axis, keepdims=True)
+    log_norm = lean_logsumexp(log_weights, axis=axis)
     return log_weights - log_norm, np.squeeze(log_norm, axis=axis)
+
+
+def lean_logsumexp(values: np.ndarray, axis: int = -1) -> np.ndarray:
+    """``log Σ exp(values)`` along ``axis`` (kept, of length 1), shifted by the maximum.
+
+    The same values as :func:`scipy.special.logsumexp` (``-inf`` when all terms are ``-inf``,
+    ``inf`` when one is ``inf``, NaN propagates) without its argument handling, whose cost
+    dominates on the small arrays of samplers' inner loops.
+    """
+    shift = values.max(axis=axis, keepdims=True)
+    shift[~np.isfinite(shift)] = 0.0
+    with np.errstate(divide="ignore"):
+        return np.log(np.exp(values - shift).sum(axis=axis, keepdims=True)) + shift
 
 
 def softmax_classes(log_weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -99,12 +113,16 @@ def gumbel_max_sample(log_probs: np.ndarray, rng: np.random.Generator) -> np.nda
 def log_dirichlet_sample(concentration: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     """log of one Dirichlet draw per row (last axis), finite even for tiny concentrations.
 
-    Uses ``Gamma(a) = Gamma(a + 1) · U^{1/a}`` in log space, so components whose gamma draw would
-    underflow to 0 keep a finite (very negative) log.
+    Normalised log gamma draws; where a concentration is below 0.1 (a gamma draw could underflow
+    to 0) every component uses ``Gamma(a) = Gamma(a + 1) · U^{1/a}`` in log space instead, so
+    such components keep a finite (very negative) log.
     """
-    log_gamma = np.log(rng.gamma(concentration + 1.0)) + np.log(rng.random(concentration.shape)) / (
-        concentration
-    )
+    if concentration.min() >= 0.1:
+        log_gamma = np.log(rng.standard_gamma(concentration))
+    else:
+        log_gamma = np.log(rng.gamma(concentration + 1.0)) + np.log(
+            rng.random(concentration.shape)
+        ) / (concentration)
     return log_normalize(log_gamma, axis=-1)[0]
 
 

@@ -46,8 +46,10 @@ def label_log_likelihood(labels: Labels, log_conf: np.ndarray) -> tuple[np.ndarr
     contrast = np.where(finite, table[:-1] - np.where(finite, base, 0.0), table[:-1])
     relative = np.zeros((k_true, labels.n_tasks))
     matrix = labels.count_matrix
-    for k in range(k_true - 1):
-        relative[k] = matrix @ contrast[k]
+    if k_true == 2:
+        relative[0] = matrix @ contrast[0]
+    else:  # one multi-vector product beats K−1 single ones
+        relative[:-1] = (matrix @ np.ascontiguousarray(contrast.T)).T
     offset = float(labels.column_totals[finite] @ base[finite])
     if not finite.all():  # a worker label impossible under class K−1: shift by 0 instead
         relative[-1] = matrix @ np.where(finite, 0.0, -np.inf)

@@ -20,6 +20,9 @@ __all__ = [
     "row_hyperprior_to_alpha",
     "alpha_to_row_hyperprior",
     "moment_match_dirichlet",
+    "rows_to_alpha",
+    "rows_hyperprior_log_density",
+    "CountRows",
 ]
 
 
@@ -114,6 +117,143 @@ def row_hyperprior_log_density(
     logits = np.append(coords[1:], 0.0)
     log_mean = logits - logsumexp(logits)
     return float(-scale_shape * log_scale + log_mean.sum())
+
+
+def _log_softmax(logits: np.ndarray) -> np.ndarray:
+    """Log-softmax over the last axis: a lean log-sum-exp (max shift, no argument checking)."""
+    shifted = logits - logits.max(axis=-1, keepdims=True)
+    return shifted - np.log(np.exp(shifted).sum(axis=-1, keepdims=True))
+
+
+def _mean_logits(coords: np.ndarray) -> np.ndarray:
+    """The logits ``(z_1..z_{K-1}, 0)`` of the prior means from coordinates ``(..., K)``."""
+    logits = np.zeros(coords.shape)
+    logits[..., :-1] = coords[..., 1:]
+    return logits
+
+
+def rows_to_alpha(coords: np.ndarray) -> np.ndarray:
+    r""":func:`row_hyperprior_to_alpha` over the last axis of ``coords`` (..., K), batched:
+    :math:`\alpha = \exp(\log s + \log\mathrm{softmax}(z, 0))`."""
+    return np.exp(coords[..., :1] + _log_softmax(_mean_logits(coords)))
+
+
+def rows_hyperprior_log_density(
+    coords: np.ndarray, scale_shape: float = 1.5, scale_min: float = 1.0
+) -> np.ndarray:
+    r""":func:`row_hyperprior_log_density` over the last axis of ``coords`` (..., K), batched:
+    :math:`-\text{shape}\cdot\log s + \sum_x \log m_x` where :math:`s \ge s_{\min}`,
+    :math:`-\infty` elsewhere."""
+    log_scale = coords[..., 0]
+    density = -scale_shape * log_scale + _log_softmax(_mean_logits(coords)).sum(axis=-1)
+    inside = np.isfinite(log_scale) & (log_scale >= np.log(scale_min))
+    return np.where(inside, density, -np.inf)
+
+
+class CountRows:
+    r"""Sufficient statistics of count tables ``n[j, k, x]`` (J, K, X) for the Dirichlet–
+    multinomial marginal of each row ``k`` as a function of its concentration :math:`\alpha_k`.
+
+    The marginal of row ``k`` (:func:`dirichlet_multinomial_log_marginal` of ``n[:, k, :]``) is
+
+    .. math::
+        L_k(\alpha_k) = \sum_j \Big[\log\Gamma(S_k) - \log\Gamma(S_k + N_{jk})
+        + \sum_x \log\Gamma(\alpha_{kx} + n_{jkx}) - \log\Gamma(\alpha_{kx})\Big].
+
+    A worker's term vanishes where its count is 0, and equal counts give equal terms, so only
+    the distinct non-zero counts of each cell ``(k, x)`` (and of each row total) and how many
+    workers have them are kept:
+
+    .. math::
+        L_k = Q_k \log\Gamma(S_k) - \sum_{u} b_{ku} \log\Gamma(S_k + u)
+        + \sum_x \Big[\sum_v c_{kxv} \log\Gamma(\alpha_{kx} + v)
+        - P_{kx} \log\Gamma(\alpha_{kx})\Big],
+
+    with :math:`c_{kxv} = \#\{j : n_{jkx} = v\}`, :math:`P_{kx} = \sum_{v>0} c_{kxv}`, and
+    :math:`b, Q` the same for the totals :math:`N_{jk}`. With integer counts there are at most
+    :math:`\min(J, \sqrt{2 n_{kx}})` distinct values per cell, so an evaluation costs
+    O(K² · distinct) rather than O(J · K²); it is vectorised over any leading axes of α.
+    """
+
+    def __init__(self, counts: np.ndarray) -> None:
+        n_workers, n_rows, n_cols = counts.shape
+        cells, values, multiplicity = _distinct_values(counts.reshape(n_workers, -1))
+        self.n_rows, self.n_cols = n_rows, n_cols
+        self.cell_index, self.cell_values, self.cell_multiplicity = cells, values, multiplicity
+        self.cell_segments = _RowSegments(cells // n_cols, n_rows)
+        self.cell_present = np.bincount(cells, multiplicity, minlength=n_rows * n_cols)
+        rows, totals, total_multiplicity = _distinct_values(counts.sum(axis=2))
+        self.total_index, self.total_values = rows, totals
+        self.total_multiplicity = total_multiplicity
+        self.total_segments = _RowSegments(rows, n_rows)
+        self.total_present = np.bincount(rows, total_multiplicity, minlength=n_rows)
+
+    def log_marginal(self, alpha: np.ndarray) -> np.ndarray:
+        """:math:`L_k(\alpha_k)` for ``alpha`` of shape (..., K, X); returns (..., K)."""
+        flat = alpha.reshape(*alpha.shape[:-2], -1)
+        scale = alpha.sum(axis=-1)
+        cells = gammaln(flat[..., self.cell_index] + self.cell_values) * self.cell_multiplicity
+        totals = gammaln(scale[..., self.total_index] + self.total_values)
+        terms = self.cell_segments.sum(cells)
+        terms -= self.total_segments.sum(totals * self.total_multiplicity)
+        terms += self.total_present * gammaln(scale)
+        terms -= (self.cell_present * gammaln(flat)).reshape(alpha.shape).sum(axis=-1)
+        return terms
+
+    def log_posterior(
+        self, coords: np.ndarray, scale_shape: float = 1.5, scale_min: float = 1.0
+    ) -> np.ndarray:
+        r"""Unnormalised log posterior of the rows' coordinates ``(log s_k, z_k)`` (..., K, X):
+        :func:`rows_hyperprior_log_density` plus :meth:`log_marginal` of
+        :math:`\alpha_k = s_k\,\mathrm{softmax}(z_k, 0)`, one softmax for both; returns
+        (..., K), :math:`-\infty` outside the prior's support."""
+        log_scale = coords[..., 0]
+        log_mean = _log_softmax(_mean_logits(coords))
+        inside = log_scale >= np.log(scale_min)  # False for NaN
+        log_scale = np.where(inside, log_scale, np.log(scale_min))  # keeps α finite
+        alpha = np.exp(log_scale[..., None] + log_mean)
+        density = self.log_marginal(alpha) - scale_shape * log_scale + log_mean.sum(axis=-1)
+        return np.where(inside & (density == density), density, -np.inf)
+
+
+def _distinct_values(table: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Distinct non-zero values of each column of ``table`` (rows × columns): returns the column,
+    value and multiplicity of every (column, value) pair, sorted by column then value."""
+    rows, columns = np.nonzero(table)
+    values = table[rows, columns]
+    integers = values.astype(np.int64)
+    if values.size and np.array_equal(integers, values) and integers.min() >= 0:
+        span = int(integers.max()) + 1
+        keys = columns * span + integers
+        if table.shape[1] * span <= 8 * keys.size + 4096:  # counting beats sorting
+            tally = np.bincount(keys, minlength=table.shape[1] * span)
+            keys = np.flatnonzero(tally)
+            multiplicity = tally[keys]
+        else:
+            keys, multiplicity = np.unique(keys, return_counts=True)
+        return keys // span, (keys % span).astype(float), multiplicity.astype(float)
+    order = np.lexsort((values, columns))
+    columns, values = columns[order], values[order]
+    new = np.ones(len(values), dtype=bool)
+    new[1:] = (columns[1:] != columns[:-1]) | (values[1:] != values[:-1])
+    starts = np.flatnonzero(new)
+    multiplicity = np.diff(np.append(starts, len(values))).astype(float)
+    return columns[starts], values[starts], multiplicity
+
+
+class _RowSegments:
+    """Sums over the last axis of entries sorted by row, one sum per row (0 for a row without
+    entries): ``np.add.reduceat`` over the contiguous runs of each row."""
+
+    def __init__(self, rows: np.ndarray, n_rows: int) -> None:
+        self.n_rows = n_rows
+        self.present, self.starts = np.unique(rows, return_index=True)
+
+    def sum(self, entries: np.ndarray) -> np.ndarray:
+        out = np.zeros((*entries.shape[:-1], self.n_rows))
+        if self.starts.size:
+            out[..., self.present] = np.add.reduceat(entries, self.starts, axis=-1)
+        return out
 
 
 def moment_match_dirichlet(rows: np.ndarray, max_scale: float) -> tuple[np.ndarray, bool]:

@@ -15,8 +15,8 @@ def best_permutation(assignments: np.ndarray, pivot: np.ndarray, n_classes: int)
     in the spirit of the pivotal relabelling of Marin, Mengersen & Robert (2005). Returns the
     identity when the labelling is already the best match.
     """
-    table = np.zeros((n_classes, n_classes))
-    np.add.at(table, (assignments, pivot), 1.0)
+    cells = np.bincount(assignments * n_classes + pivot, minlength=n_classes * n_classes)
+    table = cells.reshape(n_classes, n_classes).astype(float)
     rows, cols = linear_sum_assignment(table, maximize=True)
     permutation = np.empty(n_classes, dtype=np.int64)
     permutation[rows] = cols

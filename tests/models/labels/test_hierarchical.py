@@ -442,6 +442,67 @@ def test_same_seed_same_result_different_seed_different(sampler, easy_labels):
     assert np.array_equal(np.random.get_state()[1], state[1])  # noqa: NPY002
 
 
+@pytest.mark.parametrize("sampler", ["blocked", "collapsed"])
+def test_results_do_not_depend_on_the_number_of_processes(sampler, easy_labels):
+    """Each chain draws from its own generator: one process or several (forked), same numbers."""
+    options = dict(n_chains=3, n_warmup=25, n_samples=20, sampler=sampler, random_state=5)
+    one = HierarchicalAnnotation(n_jobs=1, **options).fit(easy_labels)
+    many = HierarchicalAnnotation(n_jobs=2, **options).fit(easy_labels)
+    every = HierarchicalAnnotation(n_jobs=-1, **options).fit(easy_labels)
+    for other in (many, every):
+        pd.testing.assert_frame_equal(one.probas_, other.probas_)
+        pd.testing.assert_frame_equal(one.confusion_, other.confusion_)
+        pd.testing.assert_frame_equal(one.diagnostics_, other.diagnostics_)
+        np.testing.assert_array_equal(one.log_likelihood_trace_, other.log_likelihood_trace_)
+
+
+def hyperparameter_conditional_moments(counts: np.ndarray) -> np.ndarray:
+    """E[(log s_k, z_k)] under p(α_k | counts) for K = 2, by quadrature on a fine grid."""
+    from crowdbayes.annotators.hierarchical import CountRows
+
+    log_scale = np.linspace(0.0, 8.0, 801)
+    z = np.linspace(-6.0, 6.0, 801)
+    grid = np.stack(np.meshgrid(log_scale, z, indexing="ij"), axis=-1).reshape(-1, 1, 2)
+    log_density = CountRows(counts).log_posterior(np.broadcast_to(grid, (len(grid), 2, 2)))
+    weights = np.exp(log_density - log_density.max(axis=0))
+    weights /= weights.sum(axis=0)
+    return np.einsum("gk,gd->kd", weights, grid[:, 0])
+
+
+@pytest.mark.parametrize("with_reference", [False, True])
+def test_hyperparameter_update_leaves_its_conditional_invariant(with_reference):
+    """Many independent replicates of the α update (the coordinate-wise slice sweep before the
+    chain has a reference; the elliptical slice step after) end at draws from p(α | counts):
+    their mean coordinates match quadrature within 4 Monte-Carlo standard errors."""
+    from crowdbayes.models.labels import _gibbs
+
+    rng = np.random.default_rng(11)
+    counts = rng.poisson([[8.0, 2.0], [1.5, 6.0]], size=(12, 2, 2)).astype(float)
+    exact = hyperparameter_conditional_moments(counts)
+    settings = _gibbs.GibbsSettings("blocked", "sample", 1.0, 1.5, 1.0, 1e6, False, False)
+    draws = []
+    for replicate in np.random.default_rng(0).spawn(400):
+        chain = _gibbs.ChainState(
+            classes=np.zeros(1, dtype=int), alpha=np.array([[4.0, 1.0], [1.0, 4.0]]),
+            rng=replicate, stats=counts,
+        )  # fmt: skip
+        for step in range(8):
+            _gibbs.update_hyperparameters(chain, settings, refresh=with_reference and step == 0)
+        alpha = chain.alpha
+        draws.append(np.stack([np.log(alpha.sum(1)), np.log(alpha[:, 0] / alpha[:, 1])], 1))
+    draws = np.array(draws)
+    se = draws.std(axis=0) / np.sqrt(len(draws))
+    assert np.all(np.abs(draws.mean(axis=0) - exact) < 4 * se)
+
+
+def test_reference_sweeps_end_at_the_first_recorded_sweep():
+    from crowdbayes.models.labels._gibbs import reference_sweeps
+
+    assert reference_sweeps(200) == {10, 20, 40, 80, 160, 200}
+    assert reference_sweeps(0) == {0}
+    assert reference_sweeps(10) == {10}
+
+
 @pytest.mark.slow
 def test_diagnostics_on_easy_data(easy_labels):
     model = HierarchicalAnnotation(n_chains=3, n_warmup=50, n_samples=100, random_state=0)

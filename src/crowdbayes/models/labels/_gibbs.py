@@ -29,16 +29,14 @@ import pandas as pd
 
 from ...annotators import confusion_statistics, label_log_likelihood
 from ...annotators.hierarchical import (
-    alpha_to_row_hyperprior,
-    dirichlet_multinomial_log_marginal,
+    CountRows,
     moment_match_dirichlet,
-    row_hyperprior_log_density,
-    row_hyperprior_to_alpha,
+    rows_to_alpha,
 )
 from ...data import Labels
 from ...inference import OnlineMoments
 from ...inference.relabel import best_permutation
-from ...inference.slice import slice_sample_coordinates
+from ...inference.slice import elliptical_slice_rows, gaussian_reference, slice_sample_rows
 from ...maths import (
     categorical_sample,
     gumbel_max_sample,
@@ -48,7 +46,7 @@ from ...maths import (
 )
 from ._base import clamp_gold
 
-__all__ = ["GibbsSettings", "ChainState", "run_sweep"]
+__all__ = ["GibbsSettings", "ChainState", "run_sweep", "run_chain", "chain_sweep"]
 
 
 @dataclass(frozen=True)
@@ -78,6 +76,9 @@ class ChainState:
     prevalence: OnlineMoments | None = None
     alpha_moments: OnlineMoments | None = None
     trace: dict[str, list] = field(default_factory=dict)
+    # Gaussian reference of the elliptical slice update of α: mean (K, K), Cholesky factor and
+    # precision (K, K, K) over each row's coordinates (log s_k, z_k); None before the first
+    reference: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
 
 
 class LabelIndex:
@@ -116,34 +117,81 @@ def start_accumulating(chain: ChainState, labels: Labels) -> None:
     chain.trace = {"log_likelihood": [], "prevalence": [], "alpha": [], "confusion": []}
 
 
-def update_hyperparameters(chain: ChainState, settings: GibbsSettings) -> None:
-    """Resample (or moment-match) each true class's row concentration α_k given counts n."""
+def reference_sweeps(n_warmup: int) -> set[int]:
+    """Sweeps at whose start the Gaussian reference of the α update is (re)computed: 10, 20,
+    40, ... within the warm-up, and the first recorded sweep (fixed from then on)."""
+    sweeps, sweep = {n_warmup}, 10
+    while sweep < n_warmup:
+        sweeps.add(sweep)
+        sweep *= 2
+    return sweeps
+
+
+def update_hyperparameters(chain: ChainState, settings: GibbsSettings, refresh: bool) -> None:
+    r"""Resample (or moment-match) each true class's row concentration α_k given counts n.
+
+    ``"sample"``: draws every row's coordinates :math:`x_k = (\log s_k, z_k)`
+    (:func:`~crowdbayes.annotators.hierarchical.row_hyperprior_to_alpha`) from
+    :math:`p(x_k \mid n_{\cdot k \cdot}) \propto p(x_k) \prod_j \mathrm{DirMult}(n_{jk\cdot}
+    \mid \alpha_k)`. The rows are independent given the counts, so all K rows move together,
+    and each density evaluation uses the distinct-count statistics of
+    :class:`~crowdbayes.annotators.hierarchical.CountRows` (O(K² · distinct counts)).
+
+    Until the chain has a Gaussian reference, one sweep of coordinate-wise slice sampling
+    (:func:`~crowdbayes.inference.slice.slice_sample_rows`, the kernel of the original sampler,
+    batched over rows). With ``refresh`` the reference is set to a Laplace approximation of the
+    current conditional (:func:`~crowdbayes.inference.slice.gaussian_reference`); from then on
+    the update is one elliptical slice step (Murray, Adams & MacKay 2010) with that reference,
+    which moves all coordinates of a row at once in about two density calls. The reference only
+    changes at the sweeps of :func:`reference_sweeps` (warm-up, and the start of recording), so
+    the recorded sweeps use one fixed, valid kernel: any reference leaves the conditional
+    invariant.
+    """
     if settings.hyperprior == "fixed":
         return
     stats = chain.stats
-    for k in range(chain.alpha.shape[0]):
-        counts = stats[:, k, :]
-        counts = counts[counts.sum(axis=1) > 0]
-        if settings.hyperprior == "moment":
-            conditional_mean = (counts + chain.alpha[k]) / (counts + chain.alpha[k]).sum(
-                1, keepdims=True
-            )
+    if settings.hyperprior == "moment":
+        for k in range(chain.alpha.shape[0]):
+            counts = stats[:, k, :]
+            counts = counts[counts.sum(axis=1) > 0]
+            posterior = counts + chain.alpha[k]
+            conditional_mean = posterior / posterior.sum(1, keepdims=True)
             chain.alpha[k], diverged = moment_match_dirichlet(conditional_mean, settings.max_scale)
             chain.diverged |= diverged
-            continue
+        return
+    summary = CountRows(stats)
 
-        def log_density(coords: np.ndarray, counts=counts) -> float:
-            prior = row_hyperprior_log_density(coords, settings.scale_shape, settings.scale_min)
-            if not np.isfinite(prior):
-                return prior
-            return prior + dirichlet_multinomial_log_marginal(
-                counts, row_hyperprior_to_alpha(coords)
-            )
+    def log_density(coords: np.ndarray) -> np.ndarray:
+        with np.errstate(over="ignore", invalid="ignore"):
+            return summary.log_posterior(coords, settings.scale_shape, settings.scale_min)
 
-        start = alpha_to_row_hyperprior(chain.alpha[k])
-        start[0] = max(start[0], np.log(settings.scale_min) + 1e-9)  # e.g. a fixed start below
-        coords = slice_sample_coordinates(start, log_density, chain.rng)
-        chain.alpha[k] = row_hyperprior_to_alpha(coords)
+    alpha = chain.alpha
+    coords = np.empty_like(alpha)
+    coords[:, 0] = np.log(alpha.sum(axis=1))
+    coords[:, 1:] = np.log(alpha[:, :-1]) - np.log(alpha[:, -1:])
+    coords[:, 0] = np.maximum(coords[:, 0], np.log(settings.scale_min) + 1e-9)  # fixed start
+    if refresh:
+        mean, chol = gaussian_reference(coords, log_density)
+        inverse = np.linalg.inv(chol)
+        chain.reference = (mean, chol, inverse.transpose(0, 2, 1) @ inverse)
+    if chain.reference is None:
+        coords, _ = slice_sample_rows(coords, log_density, chain.rng)
+    else:
+        mean, chol, precision = chain.reference
+
+        def half_quadratic(points: np.ndarray) -> np.ndarray:
+            offset = points - mean
+            return 0.5 * np.einsum("...bd,bde,...be->...b", offset, precision, offset)
+
+        def log_likelihood(points: np.ndarray) -> np.ndarray:
+            return log_density(points) + half_quadratic(points)
+
+        coords, value = elliptical_slice_rows(coords, log_likelihood, mean, chol, chain.rng)
+        current = value - half_quadratic(coords)  # the log density, without another call
+        # the scales' posteriors are skewed with a heavy right tail (Pareto prior, few workers),
+        # which a Gaussian reference fits worst: one more slice update of every log s_k
+        coords, _ = slice_sample_rows(coords, log_density, chain.rng, current=current, dims=[0])
+    chain.alpha = rows_to_alpha(coords)
 
 
 def _relabel(chain: ChainState, pivot: np.ndarray, probs: np.ndarray | None) -> np.ndarray | None:
@@ -156,6 +204,8 @@ def _relabel(chain: ChainState, pivot: np.ndarray, probs: np.ndarray | None) -> 
     inverse = np.argsort(permutation)
     chain.classes = permutation[chain.classes]
     chain.alpha = chain.alpha[inverse]
+    if chain.reference is not None:
+        chain.reference = tuple(part[inverse] for part in chain.reference)
     if chain.stats is not None:
         chain.stats = chain.stats[:, inverse, :]
     return None if probs is None else probs[inverse]
@@ -177,10 +227,10 @@ def _accumulate_globals(chain: ChainState, labels: Labels, settings, record: boo
     chain.alpha_moments.push(chain.alpha.copy())
 
 
-def blocked_sweep(chain, labels: Labels, settings, pivot, record: bool) -> None:
+def blocked_sweep(chain, labels: Labels, settings, pivot, record: bool, refresh: bool) -> None:
     k = labels.n_classes
     chain.stats = confusion_statistics(labels, np.eye(k)[:, chain.classes])
-    update_hyperparameters(chain, settings)
+    update_hyperparameters(chain, settings, refresh)
     _accumulate_globals(chain, labels, settings, record)
     log_theta = log_dirichlet_sample(chain.alpha[None, :, :] + chain.stats, chain.rng)
     class_counts = np.bincount(chain.classes, minlength=k)
@@ -198,12 +248,12 @@ def blocked_sweep(chain, labels: Labels, settings, pivot, record: bool) -> None:
 
 
 def collapsed_sweep(
-    chain, labels: Labels, settings, pivot, record: bool, index: LabelIndex
+    chain, labels: Labels, settings, pivot, record: bool, refresh: bool, index: LabelIndex
 ) -> None:
     k = labels.n_classes
     if chain.stats is None:
         chain.stats = confusion_statistics(labels, np.eye(k)[:, chain.classes])
-    update_hyperparameters(chain, settings)
+    update_hyperparameters(chain, settings, refresh)
     stats = chain.stats
     row_totals = stats.sum(axis=2)
     class_counts = np.bincount(chain.classes, minlength=k).astype(float)
@@ -254,9 +304,41 @@ def _record_trace(chain: ChainState, settings, log_likelihood, prevalence, log_c
         chain.trace["confusion"].append(np.exp(log_confusion))
 
 
-def run_sweep(chain, labels, settings, pivot, record: bool, index: LabelIndex | None) -> None:
-    """One Gibbs sweep of ``settings.sampler``; accumulates results when ``record``."""
+def run_sweep(
+    chain, labels, settings, pivot, record: bool, refresh: bool, index: LabelIndex | None
+) -> None:
+    """One Gibbs sweep of ``settings.sampler``; accumulates results when ``record``; recomputes
+    the reference of the α update when ``refresh``."""
     if settings.sampler == "collapsed":
-        collapsed_sweep(chain, labels, settings, pivot, record, index)
+        collapsed_sweep(chain, labels, settings, pivot, record, refresh, index)
     else:
-        blocked_sweep(chain, labels, settings, pivot, record)
+        blocked_sweep(chain, labels, settings, pivot, record, refresh)
+
+
+def run_chain(
+    numbered: tuple[int, ChainState],
+    labels: Labels,
+    settings: GibbsSettings,
+    pivot: np.ndarray,
+    index: LabelIndex | None,
+    n_warmup: int,
+    n_samples: int,
+    counters=None,
+) -> ChainState:
+    """All ``n_warmup + n_samples`` sweeps of chain ``numbered = (number, chain)``, writing the
+    sweeps done to ``counters[number]`` if given. The chain only uses its own generator, so it
+    gives the same draws in any process, alone or beside other chains."""
+    number, chain = numbered
+    for sweep in range(n_warmup + n_samples):
+        chain_sweep(chain, labels, settings, pivot, index, n_warmup, sweep)
+        if counters is not None:
+            counters[number] = sweep + 1
+    return chain
+
+
+def chain_sweep(chain, labels, settings, pivot, index, n_warmup: int, sweep: int) -> None:
+    """Sweep number ``sweep`` of a chain: accumulating from ``n_warmup`` on."""
+    if sweep == n_warmup:
+        start_accumulating(chain, labels)
+    refresh = settings.hyperprior == "sample" and sweep in reference_sweeps(n_warmup)
+    run_sweep(chain, labels, settings, pivot, sweep >= n_warmup, refresh, index)

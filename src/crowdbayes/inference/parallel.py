@@ -1,0 +1,88 @@
+"""Independent Markov chains on several processes.
+
+Every chain carries its own random generator (spawned from the estimator's ``random_state``), so
+a chain's draws do not depend on which process runs it, on how many processes there are, or on
+the order in which they finish: the results are the same for any ``n_jobs``.
+
+The processes are forked (POSIX), so the data the chains share is inherited rather than pickled;
+only each chain's state travels, there and back. Where ``fork`` is unavailable the chains run
+one after another.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+from collections.abc import Callable
+from concurrent.futures import FIRST_EXCEPTION, Future, ProcessPoolExecutor, wait
+from contextlib import contextmanager
+from typing import Any
+
+__all__ = [
+    "available_cores",
+    "resolve_n_jobs",
+    "sweep_counters",
+    "chain_processes",
+    "wait_for",
+]
+
+# (function, shared arguments) of the running map_chains, inherited by its forked workers
+_JOB: tuple[Callable[..., Any], tuple] | None = None
+
+
+def available_cores() -> int:
+    """Cores this process may run on (its CPU affinity where the platform reports it)."""
+    if hasattr(os, "sched_getaffinity"):
+        return max(1, len(os.sched_getaffinity(0)))
+    return max(1, os.cpu_count() or 1)
+
+
+def resolve_n_jobs(n_jobs: int | None, n_chains: int, estimated_seconds: float) -> int:
+    """Processes to use: ``n_jobs`` (``-1``: every core) capped at the chains and cores; ``None``
+    picks every core only when the sequential run is estimated to take over a second (forking
+    and sending states back costs tens of milliseconds)."""
+    cores = available_cores()
+    if n_jobs is None:
+        n_jobs = cores if estimated_seconds > 1.0 else 1
+    elif n_jobs == -1:
+        n_jobs = cores
+    if "fork" not in multiprocessing.get_all_start_methods():
+        return 1
+    return max(1, min(n_jobs, n_chains, cores))
+
+
+def sweep_counters(n_chains: int):
+    """Per-chain counters in shared memory (before forking): chain processes write how many
+    sweeps they have done, the parent reads them to report progress."""
+    return multiprocessing.get_context("fork").Array("q", n_chains, lock=False)
+
+
+@contextmanager
+def chain_processes(function: Callable[..., Any], shared: tuple, n_jobs: int):
+    """A pool of ``n_jobs`` forked processes running ``function(chain, *shared)``; yields
+    ``submit(chains) -> list of futures``. ``shared`` is inherited by the processes, not pickled:
+    only each chain travels, there and back."""
+    global _JOB
+    _JOB = (function, shared)
+    try:
+        context = multiprocessing.get_context("fork")
+        with ProcessPoolExecutor(max_workers=n_jobs, mp_context=context) as pool:
+            yield lambda chains: [pool.submit(_run, chain) for chain in chains]
+    finally:
+        _JOB = None
+
+
+def wait_for(futures: list[Future], ready: Callable[[], bool], poll: float = 0.05) -> None:
+    """Block until ``ready()`` (polled) or every future is done; re-raise a chain's error."""
+    while not ready():
+        done, _ = wait(futures, timeout=poll, return_when=FIRST_EXCEPTION)
+        for future in done:
+            if future.exception() is not None:
+                raise future.exception()
+        if len(done) == len(futures):
+            return
+
+
+def _run(chain: Any) -> Any:
+    function, shared = _JOB
+    return function(chain, *shared)
