@@ -45,6 +45,7 @@ __all__ = [
     "write_model_file",
     "read_model_file",
     "write_atomically",
+    "current_umask",
 ]
 
 FORMAT = "crowdbayes-model"
@@ -371,21 +372,37 @@ def decode(description: Any, arrays: Mapping[str, np.ndarray]) -> Any:
 
 
 # --------------------------------------------------------------------------------- the file
-def write_atomically(outputs: list[tuple[str | os.PathLike, Callable[[Path], None]]]) -> None:
+def current_umask() -> int:
+    """The process's file mode creation mask (read by setting it and setting it back)."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def write_atomically(
+    outputs: list[tuple[str | os.PathLike, Callable[[Path], None]]], *, make_parents: bool = True
+) -> None:
     """Write several files all-or-nothing: each ``write(tmp_path)`` goes to a temporary file
     beside its target, and only when every write succeeded are they moved into place.
 
-    A failure in any write leaves none of the outputs (and no temporary file) behind.
+    A failure in any write — an exception, or an interrupt (``KeyboardInterrupt``, or any
+    ``BaseException`` a signal handler raises) — leaves none of the outputs (and no temporary
+    file) behind. The files get the mode a plain ``open`` would give them, ``0o666`` less the
+    umask (``mkstemp`` alone would leave them ``0o600``). Missing parent directories are
+    created unless ``make_parents`` is false (then they are an error).
     """
+    mode = 0o666 & ~current_umask()
     staged: list[tuple[Path, Path]] = []
     try:
         for path, write in outputs:
             path = Path(path)
-            path.parent.mkdir(parents=True, exist_ok=True)
+            if make_parents:
+                path.parent.mkdir(parents=True, exist_ok=True)
             fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=f"-{path.name}", dir=path.parent)
-            os.close(fd)
             staged.append((Path(tmp), path))
+            os.close(fd)
             write(Path(tmp))
+            os.chmod(tmp, mode)
         for tmp, path in staged:
             os.replace(tmp, path)
     finally:

@@ -92,7 +92,10 @@ def test_crowdgppl_personal_and_consensus(files, capsys):
     pd.DataFrame({"left": ["i0"], "right": ["i2"], "worker": ["stranger"]}).to_csv(
         tmp / "pairs2.csv", index=False
     )
-    assert run("prefs", "predict", saved, "--pairs", tmp / "pairs2.csv", "--out", out) == 0
+    assert run("prefs", "predict", saved, "--pairs", tmp / "pairs2.csv", "--out", out) == 2
+    assert "exists; pass --force" in capsys.readouterr().err
+    assert run("prefs", "predict", saved, "--pairs", tmp / "pairs2.csv", "--out", out,
+               "--force") == 0  # fmt: skip
     assert "not seen in fit" in capsys.readouterr().err
     assert pd.read_csv(out)["p_left"].iloc[0] == pytest.approx(
         model.predict_proba(["i0"], ["i2"]).iloc[0]
@@ -185,7 +188,7 @@ def test_next_writes_the_pairs_to_ask(files, capsys):
         tmp / "cand.csv", index=False
     )
     assert run(*next_args(paths, out, "--n", "5", "--pairs", tmp / "cand.csv", "--strategy",
-                          "uncertainty", "--confidence", "0.99")) == 0  # fmt: skip
+                          "uncertainty", "--confidence", "0.99", "--force")) == 0  # fmt: skip
     asked = pd.read_csv(out)
     assert len(asked) <= 3 and set(asked["left"]) <= {"i0", "i1", "i2"}
     # the answers, once labelled, are what prefs fit reads

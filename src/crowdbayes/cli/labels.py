@@ -17,8 +17,10 @@ from ._models import (
     ModelTable,
     Option,
     non_negative_int,
+    positive_float,
     positive_int,
 )
+from ._outputs import add_output
 
 _MODELS = "crowdbayes.models.labels"
 
@@ -26,18 +28,18 @@ LABELS = ModelTable(
     "labels",
     [
         ModelSpec("mv", f"{_MODELS}:MajorityVote", "majority vote (seeded random ties)"),
-        ModelSpec("ds", f"{_MODELS}:DawidSkene", "Dawid-Skene, EM", ("--max-iter",)),
+        ModelSpec("ds", f"{_MODELS}:DawidSkene", "Dawid-Skene, EM", ("--max-iter", "--tol")),
         ModelSpec(
             "bayes-ds",
             f"{_MODELS}:BayesianDawidSkene",
             "Bayesian Dawid-Skene, variational Bayes",
-            ("--max-iter",),
+            ("--max-iter", "--tol"),
         ),
         ModelSpec(
             "community-ds",
             f"{_MODELS}:CommunityDawidSkene",
             "community Dawid-Skene, learnt community priors (most accurate overall)",
-            ("--max-iter",),
+            ("--max-iter", "--tol"),
         ),
         ModelSpec(
             "hierarchical",
@@ -48,6 +50,7 @@ LABELS = ModelTable(
     ],
     [
         Option("--max-iter", "max_iter", "EM/VB iterations at most", positive_int("--max-iter")),
+        Option("--tol", "tol", "convergence tolerance", positive_float("--tol")),
         Option("--chains", "n_chains", "Gibbs chains", positive_int("--chains")),
         Option(
             "--warmup", "n_warmup", "Gibbs warm-up sweeps per chain", non_negative_int("--warmup")
@@ -81,8 +84,13 @@ def register(commands) -> None:
     fit.add_argument(
         "--eval-gold", help="true classes (task,label) to score the result against (not used)"
     )
-    fit.add_argument("--out", help="write task results (label and class probabilities) here")
-    fit.add_argument("--workers-out", help="write per-worker confusion estimates here")
+    add_output(
+        fit,
+        "--out",
+        "write task results (label and class probabilities) here (--backend dask: a directory)",
+        directory_ok=True,
+    )
+    add_output(fit, "--workers-out", "write per-worker confusion estimates here")
     LABELS.add_arguments(fit)
     fit.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None)
     scale = fit.add_argument_group("scale (mv, ds, bayes-ds)")
@@ -108,8 +116,11 @@ def register(commands) -> None:
         help="dask: re-read the input every iteration instead of keeping it in worker memory "
         "(needs --grouped)",
     )
-    scale.add_argument(
-        "--save-model", help="save the fitted model here (.npz, no pickle; any model)"
+    add_output(
+        fit,
+        "--save-model",
+        "save the fitted model here (.npz, no pickle; any model)",
+        group=scale,
     )
     scale.add_argument(
         "--init-model",
@@ -134,7 +145,7 @@ def register(commands) -> None:
     )
     add_input_arguments(ask)
     ask.add_argument("--n", type=int, required=True, help="how many questions to suggest")
-    ask.add_argument("--out", required=True, help="write task[,worker],score here (best first)")
+    add_output(ask, "--out", "write task[,worker],score here (best first)", required=True)
     ask.add_argument(
         "--tasks",
         help="every task to consider (a table with a task column), "
