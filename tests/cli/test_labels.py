@@ -67,7 +67,7 @@ def test_eval_gold_scores_only_labelled_tasks(small_labels, tmp_path, capsys):
     ("content", "message"),
     [
         ("task,worker,lab\n1,a,x\n", "column 'label' is missing"),
-        ("task,worker,label\n", "the table is empty"),
+        ("task,worker,label\n", "has a header but no rows"),
         ("task,worker,label\n1,a,x\n1,b,\n", "column 'label' has 1 missing value"),
     ],
 )

@@ -135,7 +135,7 @@ def test_errors_are_one_line_and_leave_no_output(files, capsys):
         "prefs", "predict", saved, "--pairs", paths["pairs"], "--out", out
     )
     pd.DataFrame({"left": ["i0"], "other": ["i1"]}).to_csv(tmp / "nocol.csv", index=False)
-    assert "pairs: column 'right' is missing" in error(
+    assert f"pairs ({tmp / 'nocol.csv'}): column 'right' is missing" in error(
         "prefs", "predict", saved, "--pairs", tmp / "nocol.csv", "--out", out
     )
     assert not out.exists()
@@ -234,7 +234,7 @@ def test_next_errors(files, capsys):
         *next_args(paths, out, "--n", "2", "--pairs", tmp / "ghost.csv")
     )
     pd.DataFrame({"worker": ["u1", "nobody"]}).to_csv(tmp / "who.csv", index=False)
-    assert "available: 1 worker(s) have no comparisons in" in error(
+    assert f"available ({tmp / 'who.csv'}): 1 worker(s) have no comparisons in" in error(
         *next_args(paths, out, "--n", "2", "--model", "crowdgppl", "--available", tmp / "who.csv")
     )
     assert "--available: GPPL (gppl) pools all workers and cannot say whom to ask" in error(

@@ -39,7 +39,7 @@ import numpy as np
 
 from . import cluster, datasets, labels, prefs, rank, report
 from ._common import EXIT_ERROR, CommandError
-from ._messages import to_flags
+from ._messages import name_the_file, to_flags
 from ._outputs import check_outputs
 from ._signals import Terminated, exit_status, interrupts_as_exceptions
 
@@ -77,7 +77,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             args.handler(args)
         except (ValueError, TypeError, OSError, ImportError, CommandError) as err:
             message = str(err).splitlines()[0] if str(err) else type(err).__name__
-            print(f"crowdbayes: error: {to_flags(message)}", file=sys.stderr)
+            print(f"crowdbayes: error: {to_flags(name_the_file(message, args))}", file=sys.stderr)
             return EXIT_ERROR
         except (KeyboardInterrupt, Terminated) as stop:
             print("crowdbayes: interrupted; no output written", file=sys.stderr)

@@ -66,3 +66,34 @@ def to_flags(message: str) -> str:
         if "_" in name or name == "tol"
     )
     return re.sub(rf"(?<![\w-])`?({bare})`?(?![\w=])", lambda m: flags[m.group(1)], message)
+
+
+#: the input a message is about (its first word, as the data containers write it) -> the
+#: ``args`` attributes that may name its file, first found wins
+_INPUTS = {
+    "labels": ("input",),
+    "gold": ("gold",),
+    "eval-gold": ("eval_gold",),
+    "rankings": ("rankings",),
+    "pairs": ("pairs", "rankings"),
+    "comparisons": ("comparisons",),
+    "links": ("links",),
+    "items": ("items",),
+    "workers": ("workers",),
+    "features": ("features",),
+    "tasks": ("tasks",),
+    "available": ("available",),
+}
+
+
+def name_the_file(message: str, args) -> str:
+    """``message`` about an input (``"labels: column 'task' is missing"``) with the input's file
+    named (``"labels (data.csv): ..."``) where the message does not name it already."""
+    what, colon, rest = message.partition(": ")
+    if not colon or what not in _INPUTS:
+        return message
+    for dest in _INPUTS[what]:
+        value = getattr(args, dest, None)
+        if isinstance(value, str):
+            return message if value in rest else f"{what} ({value}): {rest}"
+    return message

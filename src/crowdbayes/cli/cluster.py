@@ -194,6 +194,17 @@ def _read_npy(path: str) -> np.ndarray:
     return values
 
 
+def _is_npy(path: str) -> bool:
+    """Whether ``path`` names a NumPy ``.npy`` array: by its name, or by its content."""
+    if path.lower().endswith(".npy"):
+        return True
+    try:
+        with open(path, "rb") as handle:
+            return handle.read(6) == b"\x93NUMPY"
+    except OSError:
+        return False  # the table reader names the problem
+
+
 def _integer_ids(table: pd.DataFrame, columns: tuple[str, str]) -> pd.DataFrame:
     """Ids read as text from a file become integers, to index the rows of a .npy array."""
     table = table.copy()
@@ -223,11 +234,13 @@ def _load_links(args: argparse.Namespace, deep: bool) -> Links:
     )
     if not deep:
         return Links(table, **names)
-    if args.features.lower().endswith(".npy"):
+    if _is_npy(args.features):
         features = _read_npy(args.features)
         table = _integer_ids(table, (args.left_column, args.right_column))
         return Links(table, features, **names)
-    features = read_features(args.features, id_column=args.item_column, what="features")
+    features = read_features(
+        args.features, id_column=args.item_column, what="features", also="a .npy array"
+    )
     return Links(table, features, **names)
 
 
