@@ -28,6 +28,7 @@ import dataclasses
 import json
 import os
 import tempfile
+import zipfile
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -465,8 +466,10 @@ def read_model_file(path: str | os.PathLike, restore: Callable[[str, str], type]
     try:
         with np.load(path, allow_pickle=False) as archive:
             arrays = {name: archive[name] for name in archive.files}
-    except (ValueError, OSError, EOFError) as err:
-        raise ValueError(f"{path} is not a crowdbayes model file ({err})") from err
+    except (ValueError, OSError, EOFError, zipfile.BadZipFile) as err:
+        raise ValueError(
+            f"{path} is not a crowdbayes model file, or it is truncated ({err})"
+        ) from None
     if _HEADER not in arrays:
         raise ValueError(f"{path} is not a crowdbayes model file (no header)")
     try:
@@ -483,9 +486,16 @@ def read_model_file(path: str | os.PathLike, restore: Callable[[str, str], type]
             f"{path} is in model format version {version}; this crowdbayes reads version "
             f"{FORMAT_VERSION}: {advice}"
         )
-    cls = restore(header["class"], header["module"])
-    decoder = _Decoder(arrays)
-    params, state = decoder.decode(header["params"]), decoder.decode(header["state"])
+    try:
+        cls = restore(header["class"], header["module"])
+        decoder = _Decoder(arrays)
+        params, state = decoder.decode(header["params"]), decoder.decode(header["state"])
+    except (KeyError, TypeError, AttributeError, IndexError) as err:
+        raise ValueError(
+            f"{path}: the model file is damaged or was edited ({type(err).__name__}: {err})"
+        ) from None
+    if not (isinstance(params, dict) and isinstance(state, dict)):
+        raise ValueError(f"{path}: the model file is damaged or was edited (no parameters)")
     info = ModelFile(
         header["class"], header["module"], params, state, version, header.get("crowdbayes", "")
     )

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import warnings
 
 import numpy as np
 import pandas as pd
 
 from ..data import Labels
 from ..data.io import read_table, table_writer, write_atomically
+from ..exceptions import DataWarning
 from ..models.labels import HierarchicalAnnotation, LabelModel
 from ._common import CommandError, show_progress
 from ._models import (
@@ -213,7 +215,26 @@ def _load_inputs(args: argparse.Namespace) -> tuple[Labels, pd.Series | None, st
     labels = Labels(data, gold=args.gold, **options)
     if getattr(args, "eval_gold", None) is not None:
         eval_gold = _task_labels(args.eval_gold, "eval-gold", args)
-    return labels, eval_gold, name
+    return labels, _without_clamped(eval_gold, labels), name
+
+
+def _without_clamped(eval_gold: pd.Series | None, labels: Labels) -> pd.Series | None:
+    """The scoring gold less the tasks that ``--gold`` clamps (their class is given, not
+    inferred: scoring them would count the gold itself), with a warning saying so."""
+    if eval_gold is None or not (labels.gold_codes >= 0).any():
+        return eval_gold
+    clamped = eval_gold.index.isin(labels.tasks[labels.gold_codes >= 0])
+    if not clamped.any():
+        return eval_gold
+    kept = eval_gold[~clamped]
+    left = f"{len(kept)} scored" if len(kept) else "nothing left to score"
+    warnings.warn(
+        f"{int(clamped.sum())} task(s) of the scoring gold are also clamped by --gold (their "
+        f"class is given, not inferred): left out of the score ({left})",
+        DataWarning,
+        stacklevel=2,
+    )
+    return kept if len(kept) else None
 
 
 def _task_labels(path: str, what: str, args: argparse.Namespace) -> pd.Series:
