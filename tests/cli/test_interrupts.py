@@ -23,7 +23,14 @@ def start_long_fit(tmp_path, name):
                "--samples", "1000000", "--out", str(out), "--save-model",
                str(tmp_path / f"{name}.npz"), "--progress"]  # fmt: skip
     env = dict(os.environ, PYTHONUNBUFFERED="1")
-    process = subprocess.Popen(command, stderr=subprocess.PIPE, text=True, env=env)
+    # a shell starts background jobs with Ctrl-C ignored, and Python keeps it so: undo that
+    process = subprocess.Popen(
+        command,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
     return process, out
 
 
