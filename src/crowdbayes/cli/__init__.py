@@ -31,6 +31,7 @@ existing file needs ``--force``); messages name command-line flags, not Python p
 from __future__ import annotations
 
 import argparse
+import functools
 import sys
 import warnings
 from collections.abc import Sequence
@@ -48,7 +49,10 @@ __all__ = ["main", "CommandError", "EXIT_ERROR"]
 _FAMILIES = (labels, rank, prefs, cluster, report, datasets)
 
 
+@functools.lru_cache(maxsize=1)
 def _parser() -> argparse.ArgumentParser:
+    """The parser of every command (built once: building it is most of a small run's time;
+    parsing leaves it unchanged)."""
     parser = argparse.ArgumentParser(
         prog="crowdbayes", description="Bayesian inference from noisy human judgments."
     )
