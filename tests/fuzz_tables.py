@@ -108,29 +108,26 @@ def features_tables(draw) -> Table:
     return _table(("item", "x0", "x1"), rows)
 
 
+def _judged_pairs(pairs: list[str], *, unique: bool) -> st.SearchStrategy:
+    """Up to 8 (worker 0 or 1, pair of one-character item names) judgments."""
+    return st.lists(
+        st.tuples(st.integers(0, 1), st.sampled_from(pairs)),
+        min_size=1,
+        max_size=8,
+        unique=unique,
+    )
+
+
 @st.composite
 def links_tables(draw) -> Table:
-    pairs = draw(
-        st.lists(
-            st.tuples(st.integers(0, 1), st.sampled_from(["ab", "ac", "bc", "bd", "cd", "ad"])),
-            min_size=1,
-            max_size=8,
-            unique=True,
-        )
-    )
+    pairs = draw(_judged_pairs(["ab", "ac", "bc", "bd", "cd", "ad"], unique=True))
     rows = [(f"w{w}", pair[0], pair[1], draw(st.sampled_from("01"))) for w, pair in pairs]
     return _table(("worker", "left", "right", "label"), rows)
 
 
 @st.composite
 def comparisons_tables(draw) -> Table:
-    pairs = draw(
-        st.lists(
-            st.tuples(st.integers(0, 1), st.sampled_from(["01", "02", "12", "10", "20", "21"])),
-            min_size=1,
-            max_size=8,
-        )
-    )
+    pairs = draw(_judged_pairs(["01", "02", "12", "10", "20", "21"], unique=False))
     rows = [(f"u{w}", f"i{p[0]}", f"i{p[1]}", f"i{p[draw(st.integers(0, 1))]}") for w, p in pairs]
     return _table(("worker", "left", "right", "label"), rows)
 
