@@ -189,7 +189,7 @@ INPUT_TYPES = {
             required=("worker", "left", "right", "label"),
             not_blank=("worker", "left", "right", "label"),
             numeric=("label",),
-            command="cluster fit --links FILE --clusters 2 --max-iter 20 --no-progress --out OUT",
+            command="cluster fit --links FILE --clusters 2 --max-iter 2 --no-progress --out OUT",
         ),
         InputType(
             "comparisons",
