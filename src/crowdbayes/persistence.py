@@ -28,6 +28,7 @@ import dataclasses
 import json
 import os
 import tempfile
+import zipfile
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -45,6 +46,7 @@ __all__ = [
     "write_model_file",
     "read_model_file",
     "write_atomically",
+    "current_umask",
 ]
 
 FORMAT = "crowdbayes-model"
@@ -371,21 +373,37 @@ def decode(description: Any, arrays: Mapping[str, np.ndarray]) -> Any:
 
 
 # --------------------------------------------------------------------------------- the file
-def write_atomically(outputs: list[tuple[str | os.PathLike, Callable[[Path], None]]]) -> None:
+def current_umask() -> int:
+    """The process's file mode creation mask (read by setting it and setting it back)."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def write_atomically(
+    outputs: list[tuple[str | os.PathLike, Callable[[Path], None]]], *, make_parents: bool = True
+) -> None:
     """Write several files all-or-nothing: each ``write(tmp_path)`` goes to a temporary file
     beside its target, and only when every write succeeded are they moved into place.
 
-    A failure in any write leaves none of the outputs (and no temporary file) behind.
+    A failure in any write — an exception, or an interrupt (``KeyboardInterrupt``, or any
+    ``BaseException`` a signal handler raises) — leaves none of the outputs (and no temporary
+    file) behind. The files get the mode a plain ``open`` would give them, ``0o666`` less the
+    umask (``mkstemp`` alone would leave them ``0o600``). Missing parent directories are
+    created unless ``make_parents`` is false (then they are an error).
     """
+    mode = 0o666 & ~current_umask()
     staged: list[tuple[Path, Path]] = []
     try:
         for path, write in outputs:
             path = Path(path)
-            path.parent.mkdir(parents=True, exist_ok=True)
+            if make_parents:
+                path.parent.mkdir(parents=True, exist_ok=True)
             fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=f"-{path.name}", dir=path.parent)
-            os.close(fd)
             staged.append((Path(tmp), path))
+            os.close(fd)
             write(Path(tmp))
+            os.chmod(tmp, mode)
         for tmp, path in staged:
             os.replace(tmp, path)
     finally:
@@ -448,8 +466,10 @@ def read_model_file(path: str | os.PathLike, restore: Callable[[str, str], type]
     try:
         with np.load(path, allow_pickle=False) as archive:
             arrays = {name: archive[name] for name in archive.files}
-    except (ValueError, OSError, EOFError) as err:
-        raise ValueError(f"{path} is not a crowdbayes model file ({err})") from err
+    except (ValueError, OSError, EOFError, zipfile.BadZipFile) as err:
+        raise ValueError(
+            f"{path} is not a crowdbayes model file, or it is truncated ({err})"
+        ) from None
     if _HEADER not in arrays:
         raise ValueError(f"{path} is not a crowdbayes model file (no header)")
     try:
@@ -466,9 +486,16 @@ def read_model_file(path: str | os.PathLike, restore: Callable[[str, str], type]
             f"{path} is in model format version {version}; this crowdbayes reads version "
             f"{FORMAT_VERSION}: {advice}"
         )
-    cls = restore(header["class"], header["module"])
-    decoder = _Decoder(arrays)
-    params, state = decoder.decode(header["params"]), decoder.decode(header["state"])
+    try:
+        cls = restore(header["class"], header["module"])
+        decoder = _Decoder(arrays)
+        params, state = decoder.decode(header["params"]), decoder.decode(header["state"])
+    except (KeyError, TypeError, AttributeError, IndexError) as err:
+        raise ValueError(
+            f"{path}: the model file is damaged or was edited ({type(err).__name__}: {err})"
+        ) from None
+    if not (isinstance(params, dict) and isinstance(state, dict)):
+        raise ValueError(f"{path}: the model file is damaged or was edited (no parameters)")
     info = ModelFile(
         header["class"], header["module"], params, state, version, header.get("crowdbayes", "")
     )

@@ -95,7 +95,7 @@ def test_bad_links_one_line_error_and_no_output(tmp_path, capsys, rows, message)
     code = run("cluster", "fit", "--links", _bad_links(tmp_path, rows), "--out", out)
     assert code == 2
     err = capsys.readouterr().err
-    assert err.startswith("crowdbayes: error: links: ") and message in err
+    assert err.startswith("crowdbayes: error: links (") and message in err
     assert err.count("\n") == 1
     assert not out.exists() and list(tmp_path.glob(".tmp-*")) == []
 
@@ -177,8 +177,8 @@ def _text(table):
     ("kwargs", "message"),
     [
         ({"drop": 7}, "link an item that has no observation (first: item '7'"),
-        ({"edit": _nan}, "features: feature column 'x2' has 1 missing or infinite value(s)"),
-        ({"edit": _text}, "features: column(s) ['x1'] are not numeric"),
+        ({"edit": _nan}, "features (FILE): feature column 'x2' has 1 missing or infinite value(s)"),
+        ({"edit": _text}, "features (FILE): column(s) ['x1'] are not numeric"),
     ],
 )
 def test_bad_features(tmp_path, sim, links_csv, capsys, kwargs, message):
@@ -189,7 +189,7 @@ def test_bad_features(tmp_path, sim, links_csv, capsys, kwargs, message):
                "--clusters", 3, "--out", out)  # fmt: skip
     assert code == 2
     err = capsys.readouterr().err
-    assert message in err and err.count("\n") == 1
+    assert message.replace("FILE", str(features)) in err and err.count("\n") == 1
     assert not out.exists()
 
 
@@ -203,14 +203,18 @@ def test_bad_npy_features(tmp_path, sim, links_csv, capsys):
     sim.links.assign(left="i" + sim.links["left"].astype(str)).to_csv(text_ids, index=False)
     cases = [
         (links_csv, short, "link an item that has no observation"),
-        (links_csv, nan, "features: 1 row(s) hold missing or infinite values (first: item 3)"),
+        (
+            links_csv,
+            nan,
+            "features (NAN): 1 row(s) hold missing or infinite values (first: item 3)",
+        ),
         (text_ids, tmp_path / "short.npy", "column 'left' must hold integer row numbers"),
     ]
     for links, features, message in cases:
         code = run("cluster", "fit", "--links", links, "--features", features, "--model",
                    "scdc", "--out", tmp_path / "a.csv")  # fmt: skip
         assert code == 2
-        assert message in capsys.readouterr().err
+        assert message.replace("NAN", str(nan)) in capsys.readouterr().err
     assert not (tmp_path / "a.csv").exists()
 
 

@@ -23,7 +23,7 @@ def small_labels(tmp_path):
 
 @pytest.mark.parametrize("model", ["mv", "ds", "bayes-ds", "community-ds", "hierarchical"])
 def test_fit_writes_tasks_and_workers(model, small_labels, tmp_path, capsys):
-    out, workers = tmp_path / "out" / "tasks.csv", tmp_path / "workers.csv"
+    out, workers = tmp_path / "tasks.csv", tmp_path / "workers.csv"
     options = (
         ["--samples", "20", "--warmup", "10", "--chains", "2"] if model == "hierarchical" else []
     )
@@ -67,7 +67,7 @@ def test_eval_gold_scores_only_labelled_tasks(small_labels, tmp_path, capsys):
     ("content", "message"),
     [
         ("task,worker,lab\n1,a,x\n", "column 'label' is missing"),
-        ("task,worker,label\n", "the table is empty"),
+        ("task,worker,label\n", "has a header but no rows"),
         ("task,worker,label\n1,a,x\n1,b,\n", "column 'label' has 1 missing value"),
     ],
 )
@@ -131,7 +131,7 @@ def test_datasets_list(capsys):
 
 
 def test_save_model_then_continue_from_it(small_labels, tmp_path, capsys):
-    model_file = tmp_path / "model" / "ds.npz"
+    model_file = tmp_path / "ds.npz"
     args = ["labels", "fit", str(small_labels), "--model", "ds"]
     assert main([*args, "--save-model", str(model_file), "--max-iter", "3"]) == 0
     assert model_file.exists()

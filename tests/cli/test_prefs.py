@@ -92,7 +92,10 @@ def test_crowdgppl_personal_and_consensus(files, capsys):
     pd.DataFrame({"left": ["i0"], "right": ["i2"], "worker": ["stranger"]}).to_csv(
         tmp / "pairs2.csv", index=False
     )
-    assert run("prefs", "predict", saved, "--pairs", tmp / "pairs2.csv", "--out", out) == 0
+    assert run("prefs", "predict", saved, "--pairs", tmp / "pairs2.csv", "--out", out) == 2
+    assert "exists; pass --force" in capsys.readouterr().err
+    assert run("prefs", "predict", saved, "--pairs", tmp / "pairs2.csv", "--out", out,
+               "--force") == 0  # fmt: skip
     assert "not seen in fit" in capsys.readouterr().err
     assert pd.read_csv(out)["p_left"].iloc[0] == pytest.approx(
         model.predict_proba(["i0"], ["i2"]).iloc[0]
@@ -132,7 +135,7 @@ def test_errors_are_one_line_and_leave_no_output(files, capsys):
         "prefs", "predict", saved, "--pairs", paths["pairs"], "--out", out
     )
     pd.DataFrame({"left": ["i0"], "other": ["i1"]}).to_csv(tmp / "nocol.csv", index=False)
-    assert "pairs: column 'right' is missing" in error(
+    assert f"pairs ({tmp / 'nocol.csv'}): column 'right' is missing" in error(
         "prefs", "predict", saved, "--pairs", tmp / "nocol.csv", "--out", out
     )
     assert not out.exists()
@@ -185,7 +188,7 @@ def test_next_writes_the_pairs_to_ask(files, capsys):
         tmp / "cand.csv", index=False
     )
     assert run(*next_args(paths, out, "--n", "5", "--pairs", tmp / "cand.csv", "--strategy",
-                          "uncertainty", "--confidence", "0.99")) == 0  # fmt: skip
+                          "uncertainty", "--confidence", "0.99", "--force")) == 0  # fmt: skip
     asked = pd.read_csv(out)
     assert len(asked) <= 3 and set(asked["left"]) <= {"i0", "i1", "i2"}
     # the answers, once labelled, are what prefs fit reads
@@ -231,7 +234,7 @@ def test_next_errors(files, capsys):
         *next_args(paths, out, "--n", "2", "--pairs", tmp / "ghost.csv")
     )
     pd.DataFrame({"worker": ["u1", "nobody"]}).to_csv(tmp / "who.csv", index=False)
-    assert "available: 1 worker(s) have no comparisons in" in error(
+    assert f"available ({tmp / 'who.csv'}): 1 worker(s) have no comparisons in" in error(
         *next_args(paths, out, "--n", "2", "--model", "crowdgppl", "--available", tmp / "who.csv")
     )
     assert "--available: GPPL (gppl) pools all workers and cannot say whom to ask" in error(

@@ -60,7 +60,8 @@ def test_errors_are_one_line_and_leave_no_output(files, capsys):
     args = ["rank", "fit", str(bad), "--items", str(items), "--out", str(scores)]
     assert main([*args, "--save", str(model)]) == 2
     err = capsys.readouterr().err
-    assert err.startswith("crowdbayes: error: rankings: ties in rank") and err.count("\n") == 1
+    assert err.startswith(f"crowdbayes: error: rankings ({bad}): ties in rank")
+    assert err.count("\n") == 1
     assert not scores.exists() and not model.exists()
     assert main(["rank", "fit", str(rankings), "--items", str(items), "--eta", "-1"]) == 2
     assert "--eta must be a positive number or 'auto'" in capsys.readouterr().err

@@ -80,9 +80,9 @@ def test_gold_is_clamped_and_loading_warnings_are_reported(tmp_path, labels_csv,
 @pytest.mark.parametrize(
     ("options", "message"),
     [
-        (["--gold", "GOLD_UNKNOWN"], "gold: 1 task(s) have no labels: ['nowhere']"),
+        (["--gold", "GOLD_UNKNOWN"], "1 task(s) have no labels: ['nowhere']"),
         (["--out", "BLOCKED/r.html"], "--out: cannot write"),
-        (["--out", "TMP"], "is a directory; give a file name such as report.html"),
+        (["--out", "TMP"], "is a directory; give a file name"),
         (["--workers-out", "w.csv"], "--workers-out is an option of `labels fit`"),
         (["--backend", "dask"], "--backend is an option of `labels fit`"),
         (["--load", "MISSING"], "model file not found"),

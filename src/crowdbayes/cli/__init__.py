@@ -23,12 +23,15 @@
 Each command family lives in its own module with a ``register(commands)`` function that adds its
 sub-parsers and sets ``handler``. Errors are reported as one line on stderr with exit status 2,
 and no partial output file is left behind (outputs are written to temporary files and moved into
-place together).
+place together). Output options are checked before any input is read (:mod:`._outputs`: an
+existing file needs ``--force``); messages name command-line flags, not Python parameters
+(:mod:`._messages`); Ctrl-C and ``SIGTERM`` exit with 130 and 143 (:mod:`._signals`).
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import sys
 import warnings
 from collections.abc import Sequence
@@ -37,13 +40,19 @@ import numpy as np
 
 from . import cluster, datasets, labels, prefs, rank, report
 from ._common import EXIT_ERROR, CommandError
+from ._messages import name_the_file, to_flags
+from ._outputs import check_outputs
+from ._signals import Terminated, exit_status, interrupts_as_exceptions
 
 __all__ = ["main", "CommandError", "EXIT_ERROR"]
 
 _FAMILIES = (labels, rank, prefs, cluster, report, datasets)
 
 
+@functools.lru_cache(maxsize=1)
 def _parser() -> argparse.ArgumentParser:
+    """The parser of every command (built once: building it is most of a small run's time;
+    parsing leaves it unchanged)."""
     parser = argparse.ArgumentParser(
         prog="crowdbayes", description="Bayesian inference from noisy human judgments."
     )
@@ -54,21 +63,29 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
-    print(f"crowdbayes: warning: {message}", file=sys.stderr)
+    print(f"crowdbayes: warning: {to_flags(str(message))}", file=sys.stderr)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``crowdbayes`` command; returns the exit status."""
+    """Entry point of the ``crowdbayes`` command; returns the exit status.
+
+    Ctrl-C and ``SIGTERM`` stop the command with no output file (nor temporary file) left
+    behind, and the shell's status for a signal: 130 and 143.
+    """
     args = _parser().parse_args(argv)
-    with warnings.catch_warnings():
+    with warnings.catch_warnings(), interrupts_as_exceptions():
         warnings.showwarning = _show_warning
         np.seterr(all="ignore")
         try:
+            check_outputs(args)
             args.handler(args)
         except (ValueError, TypeError, OSError, ImportError, CommandError) as err:
             message = str(err).splitlines()[0] if str(err) else type(err).__name__
-            print(f"crowdbayes: error: {message}", file=sys.stderr)
+            print(f"crowdbayes: error: {to_flags(name_the_file(message, args))}", file=sys.stderr)
             return EXIT_ERROR
+        except (KeyboardInterrupt, Terminated) as stop:
+            print("crowdbayes: interrupted; no output written", file=sys.stderr)
+            return exit_status(stop)
     return 0
 
 

@@ -42,6 +42,7 @@ from ..data.io import read_table, table_writer, write_atomically
 from ..data.links import Links
 from ._common import CommandError, show_progress
 from ._models import TABLES, ModelSpec, ModelTable, Option, positive_float, positive_int
+from ._outputs import add_output
 
 _DEEP = (
     "--epochs",
@@ -61,7 +62,7 @@ CLUSTER = ModelTable(
             "links-vb",
             "crowdbayes.models.clustering:LinkClustering",
             "links only: mean-field variational Bayes, numpy",
-            ("--clusters",),
+            ("--clusters", "--max-iter", "--tol"),
         ),
         ModelSpec(
             "scdc",
@@ -85,6 +86,8 @@ CLUSTER = ModelTable(
             "K, the number of clusters at most (default 10)",
             positive_int("--clusters"),
         ),
+        Option("--max-iter", "max_iter", "sweeps at most", positive_int("--max-iter")),
+        Option("--tol", "tol", "convergence tolerance", positive_float("--tol")),
         Option("--epochs", "epochs", "training epochs (default 20)", positive_int("--epochs")),
         Option("--device", "device", "torch device (default cpu)", choices=("cpu", "cuda")),
         Option(
@@ -139,10 +142,10 @@ def register(commands) -> None:
         help="item features (scdc, bayes-scdc): a table with an 'item' column and numeric "
         "columns, or a .npy array whose row i is item i",
     )
-    fit.add_argument("--out", required=True, help="write item,cluster,probability here")
+    add_output(fit, "--out", "write item,cluster,probability here", required=True)
     fit.add_argument("--proba", action="store_true", help="add every cluster's probability")
-    fit.add_argument("--workers-out", help="write each worker's alpha/beta estimates here")
-    fit.add_argument("--save", help="write the fitted model here (.npz, no pickle)")
+    add_output(fit, "--workers-out", "write each worker's alpha/beta estimates here")
+    add_output(fit, "--save", "write the fitted model here (.npz, no pickle)")
     fit.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     fit.add_argument(
         "--duplicates",
@@ -191,6 +194,17 @@ def _read_npy(path: str) -> np.ndarray:
     return values
 
 
+def _is_npy(path: str) -> bool:
+    """Whether ``path`` names a NumPy ``.npy`` array: by its name, or by its content."""
+    if path.lower().endswith(".npy"):
+        return True
+    try:
+        with open(path, "rb") as handle:
+            return handle.read(6) == b"\x93NUMPY"
+    except OSError:
+        return False  # the table reader names the problem
+
+
 def _integer_ids(table: pd.DataFrame, columns: tuple[str, str]) -> pd.DataFrame:
     """Ids read as text from a file become integers, to index the rows of a .npy array."""
     table = table.copy()
@@ -220,11 +234,13 @@ def _load_links(args: argparse.Namespace, deep: bool) -> Links:
     )
     if not deep:
         return Links(table, **names)
-    if args.features.lower().endswith(".npy"):
+    if _is_npy(args.features):
         features = _read_npy(args.features)
         table = _integer_ids(table, (args.left_column, args.right_column))
         return Links(table, features, **names)
-    features = read_features(args.features, id_column=args.item_column, what="features")
+    features = read_features(
+        args.features, id_column=args.item_column, what="features", also="a .npy array"
+    )
     return Links(table, features, **names)
 
 

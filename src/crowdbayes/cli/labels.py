@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import warnings
 
 import numpy as np
 import pandas as pd
 
 from ..data import Labels
 from ..data.io import read_table, table_writer, write_atomically
+from ..exceptions import DataWarning
 from ..models.labels import HierarchicalAnnotation, LabelModel
 from ._common import CommandError, show_progress
 from ._models import (
@@ -17,8 +19,10 @@ from ._models import (
     ModelTable,
     Option,
     non_negative_int,
+    positive_float,
     positive_int,
 )
+from ._outputs import add_output
 
 _MODELS = "crowdbayes.models.labels"
 
@@ -26,18 +30,18 @@ LABELS = ModelTable(
     "labels",
     [
         ModelSpec("mv", f"{_MODELS}:MajorityVote", "majority vote (seeded random ties)"),
-        ModelSpec("ds", f"{_MODELS}:DawidSkene", "Dawid-Skene, EM", ("--max-iter",)),
+        ModelSpec("ds", f"{_MODELS}:DawidSkene", "Dawid-Skene, EM", ("--max-iter", "--tol")),
         ModelSpec(
             "bayes-ds",
             f"{_MODELS}:BayesianDawidSkene",
             "Bayesian Dawid-Skene, variational Bayes",
-            ("--max-iter",),
+            ("--max-iter", "--tol"),
         ),
         ModelSpec(
             "community-ds",
             f"{_MODELS}:CommunityDawidSkene",
             "community Dawid-Skene, learnt community priors (most accurate overall)",
-            ("--max-iter",),
+            ("--max-iter", "--tol"),
         ),
         ModelSpec(
             "hierarchical",
@@ -48,6 +52,7 @@ LABELS = ModelTable(
     ],
     [
         Option("--max-iter", "max_iter", "EM/VB iterations at most", positive_int("--max-iter")),
+        Option("--tol", "tol", "convergence tolerance", positive_float("--tol")),
         Option("--chains", "n_chains", "Gibbs chains", positive_int("--chains")),
         Option(
             "--warmup", "n_warmup", "Gibbs warm-up sweeps per chain", non_negative_int("--warmup")
@@ -81,8 +86,13 @@ def register(commands) -> None:
     fit.add_argument(
         "--eval-gold", help="true classes (task,label) to score the result against (not used)"
     )
-    fit.add_argument("--out", help="write task results (label and class probabilities) here")
-    fit.add_argument("--workers-out", help="write per-worker confusion estimates here")
+    add_output(
+        fit,
+        "--out",
+        "write task results (label and class probabilities) here (--backend dask: a directory)",
+        directory_ok=True,
+    )
+    add_output(fit, "--workers-out", "write per-worker confusion estimates here")
     LABELS.add_arguments(fit)
     fit.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None)
     scale = fit.add_argument_group("scale (mv, ds, bayes-ds)")
@@ -108,8 +118,11 @@ def register(commands) -> None:
         help="dask: re-read the input every iteration instead of keeping it in worker memory "
         "(needs --grouped)",
     )
-    scale.add_argument(
-        "--save-model", help="save the fitted model here (.npz, no pickle; any model)"
+    add_output(
+        fit,
+        "--save-model",
+        "save the fitted model here (.npz, no pickle; any model)",
+        group=scale,
     )
     scale.add_argument(
         "--init-model",
@@ -134,7 +147,7 @@ def register(commands) -> None:
     )
     add_input_arguments(ask)
     ask.add_argument("--n", type=int, required=True, help="how many questions to suggest")
-    ask.add_argument("--out", required=True, help="write task[,worker],score here (best first)")
+    add_output(ask, "--out", "write task[,worker],score here (best first)", required=True)
     ask.add_argument(
         "--tasks",
         help="every task to consider (a table with a task column), "
@@ -202,7 +215,26 @@ def _load_inputs(args: argparse.Namespace) -> tuple[Labels, pd.Series | None, st
     labels = Labels(data, gold=args.gold, **options)
     if getattr(args, "eval_gold", None) is not None:
         eval_gold = _task_labels(args.eval_gold, "eval-gold", args)
-    return labels, eval_gold, name
+    return labels, _without_clamped(eval_gold, labels), name
+
+
+def _without_clamped(eval_gold: pd.Series | None, labels: Labels) -> pd.Series | None:
+    """The scoring gold less the tasks that ``--gold`` clamps (their class is given, not
+    inferred: scoring them would count the gold itself), with a warning saying so."""
+    if eval_gold is None or not (labels.gold_codes >= 0).any():
+        return eval_gold
+    clamped = eval_gold.index.isin(labels.tasks[labels.gold_codes >= 0])
+    if not clamped.any():
+        return eval_gold
+    kept = eval_gold[~clamped]
+    left = f"{len(kept)} scored" if len(kept) else "nothing left to score"
+    warnings.warn(
+        f"{int(clamped.sum())} task(s) of the scoring gold are also clamped by --gold (their "
+        f"class is given, not inferred): left out of the score ({left})",
+        DataWarning,
+        stacklevel=2,
+    )
+    return kept if len(kept) else None
 
 
 def _task_labels(path: str, what: str, args: argparse.Namespace) -> pd.Series:

@@ -40,11 +40,12 @@ from ..models.communities import CommunityPreferences, communities_table
 from ..models.gp_preference import CrowdGPPL
 from ._common import CommandError, show_progress
 from ._models import TABLES, ModelSpec, ModelTable, Option, positive_float, positive_int
+from ._outputs import add_output
 from .rank import _ids_like
 
 _MODELS = "crowdbayes.models.gp_preference"
 
-_SVI = ("--inducing", "--batch-size", "--max-iter", "--lengthscale", "--ties")
+_SVI = ("--inducing", "--batch-size", "--max-iter", "--tol", "--lengthscale", "--ties")
 PREFS = ModelTable(
     "prefs",
     [
@@ -64,19 +65,19 @@ PREFS = ModelTable(
             "gppl-vi",
             f"{_MODELS}:GPPLVI",
             "GPPL by full-batch variational inference (small data)",
-            ("--max-iter", "--lengthscale", "--ties"),
+            ("--max-iter", "--tol", "--lengthscale", "--ties"),
         ),
         ModelSpec(
             "gppl-laplace",
             f"{_MODELS}:GPPLLaplace",
             "GPPL by the Laplace approximation (small data)",
-            ("--max-iter", "--lengthscale", "--ties"),
+            ("--max-iter", "--tol", "--lengthscale", "--ties"),
         ),
         ModelSpec(
             "ep",
             f"{_MODELS}:GPPreferenceEP",
             "GP preference learning by expectation propagation (small data)",
-            ("--max-iter", "--lengthscale", "--ties"),
+            ("--max-iter", "--tol", "--lengthscale", "--ties"),
         ),
         ModelSpec(
             "dpm-gp",
@@ -111,6 +112,9 @@ PREFS = ModelTable(
             positive_int("--max-iter"),
         ),
         Option(
+            "--tol", "tol", "convergence tolerance (default per model)", positive_float("--tol")
+        ),
+        Option(
             "--lengthscale",
             "lengthscale",
             "'auto' (default: the per-feature median heuristic times the square root of the "
@@ -137,8 +141,8 @@ def register(commands) -> None:
         epilog=PREFS.epilog(),
     )
     _add_fitting_arguments(fit, "worker,left,right,label table (label = preferred id)")
-    fit.add_argument("--save", required=True, help="write the fitted model here (.npz, safe)")
-    fit.add_argument("--out", help="also write the items' utilities (consensus) here")
+    add_output(fit, "--save", "write the fitted model here (.npz, safe)", required=True)
+    add_output(fit, "--out", "also write the items' utilities (consensus) here")
     fit.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None)
     fit.set_defaults(handler=_prefs_fit)
 
@@ -149,7 +153,7 @@ def register(commands) -> None:
     predict.add_argument("--workers", help="features of workers not seen in fit (crowdgppl)")
     predict.add_argument("--item-column", default="item")
     predict.add_argument("--worker-column", default="worker")
-    predict.add_argument("--out", required=True, help="output: the pairs plus p_left")
+    add_output(predict, "--out", "output: the pairs plus p_left", required=True)
     predict.set_defaults(handler=_prefs_predict)
 
     following = actions.add_parser(
@@ -173,14 +177,14 @@ def register(commands) -> None:
         choices=("auto", *PAIR_QUESTION_VALUES),
         help="how to value a question (default auto: information, i.e. BALD)",
     )
-    following.add_argument("--out", required=True, help="output: left,right[,worker],score")
+    add_output(following, "--out", "output: left,right[,worker],score", required=True)
     following.set_defaults(handler=_prefs_next)
 
     communities = actions.add_parser(
         "communities", help="each worker's community from a saved dpm-gp model"
     )
     communities.add_argument("model", help="a model file written by `prefs fit --model dpm-gp`")
-    communities.add_argument("--out", required=True, help="worker,community,size,confidence,...")
+    add_output(communities, "--out", "worker,community,size,confidence,...", required=True)
     communities.set_defaults(handler=_prefs_communities)
 
 

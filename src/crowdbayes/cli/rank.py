@@ -27,6 +27,7 @@ from ._models import (
     positive_float,
     positive_int,
 )
+from ._outputs import add_output
 
 _MODELS = "crowdbayes.models.plackett_luce"
 
@@ -37,20 +38,20 @@ RANK = ModelTable(
             "pl-vi",
             f"{_MODELS}:PlackettLuceVI",
             "Plackett-Luce with features, Gaussian posterior by variational inference",
-            ("--eta", "--method"),
+            ("--eta", "--method", "--max-iter", "--tol"),
             cli_defaults={"eta": "auto"},
         ),
         ModelSpec(
             "pl-map",
             f"{_MODELS}:PlackettLuceMAP",
             "Plackett-Luce with features, MAP (conditional logit)",
-            ("--eta",),
+            ("--eta", "--max-iter", "--tol"),
         ),
         ModelSpec(
             "pl-mm",
             f"{_MODELS}:PlackettLuceMM",
             "Plackett-Luce without features, Hunter's MM (ML or Gamma-prior MAP)",
-            ("--shape", "--rate"),
+            ("--shape", "--rate", "--max-iter", "--tol"),
         ),
         ModelSpec(
             "pl-gibbs",
@@ -75,6 +76,8 @@ RANK = ModelTable(
         Option("--shape", "shape", "Gamma prior shape a", positive_float("--shape")),
         Option("--rate", "rate", "Gamma prior rate b", non_negative_float("--rate")),
         Option("--samples", "n_samples", "Gibbs draws per chain", positive_int("--samples")),
+        Option("--max-iter", "max_iter", "iterations at most", positive_int("--max-iter")),
+        Option("--tol", "tol", "convergence tolerance", positive_float("--tol")),
     ],
     default="pl-vi",
 )
@@ -98,8 +101,8 @@ def register(commands) -> None:
         help="RANKINGS is pairwise: left,right,label (label = the preferred item)",
     )
     fit.add_argument("--items", help="item features: an item column plus numeric columns")
-    fit.add_argument("--save", help="write the fitted model here (.npz, safe format)")
-    fit.add_argument("--out", help="write item scores, expected positions and top-k here")
+    add_output(fit, "--save", "write the fitted model here (.npz, safe format)")
+    add_output(fit, "--out", "write item scores, expected positions and top-k here")
     fit.add_argument("--top-k", type=int, default=10, help="size of the top set (default 10)")
     fit.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     fit.add_argument("--query-column", default="query")
@@ -114,7 +117,7 @@ def register(commands) -> None:
     predict.add_argument("--pairs", required=True, help="left,right table of item ids")
     predict.add_argument("--items", help="features of the items (feature models)")
     predict.add_argument("--item-column", default="item")
-    predict.add_argument("--out", required=True, help="output: the pairs plus p_left")
+    add_output(predict, "--out", "output: the pairs plus p_left", required=True)
     predict.set_defaults(handler=_rank_predict)
 
 

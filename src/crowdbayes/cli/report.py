@@ -19,7 +19,6 @@ written together, atomically: on any error neither is left behind.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import time
 import warnings
@@ -33,6 +32,7 @@ from ..data.io import write_atomically
 from . import cluster, labels, prefs, rank
 from ._common import CommandError, show_progress
 from ._models import TABLES
+from ._outputs import add_output
 
 __all__ = ["register"]
 
@@ -129,7 +129,7 @@ def register(commands) -> None:
             formatter_class=argparse.RawDescriptionHelpFormatter,
             epilog=fit.epilog,
         )
-        parser.add_argument("--out", required=True, help="write the HTML report here")
+        add_output(parser, "--out", "write the HTML report here", required=True)
         parser.add_argument(
             "--load",
             metavar="MODEL",
@@ -137,7 +137,7 @@ def register(commands) -> None:
         )
         parser.add_argument("--title", help="the report's title")
         if family.save_flag:
-            parser.add_argument(family.save_flag, help="also save the fitted model here (.npz)")
+            add_output(parser, family.save_flag, "also save the fitted model here (.npz)")
         if family is _LABELS:
             parser.add_argument(
                 "--bootstrap",
@@ -149,6 +149,10 @@ def register(commands) -> None:
         for flag, (dest, switch) in family.refused.items():
             extra = {"action": "store_true"} if switch else {"default": None}
             parser.add_argument(flag, dest=dest, help=argparse.SUPPRESS, **extra)
+        outputs = parser.get_default("output_options")
+        parser.set_defaults(
+            output_options=tuple(o for o in outputs if o.flag not in family.refused)
+        )
         parser.set_defaults(handler=_report, family=family)
 
 
@@ -160,20 +164,6 @@ def _check_refused(args: argparse.Namespace, family: _Family) -> None:
                 f"{flag} is an option of `{family.name} fit`; `report {family.name}` writes "
                 "only --out (and the model with --save/--save-model)"
             )
-
-
-def _check_out(path: str) -> None:
-    """Refuse an output the report could not be written to, before any fitting."""
-    target = Path(path)
-    if target.is_dir():
-        raise CommandError(f"--out: {path} is a directory; give a file name such as report.html")
-    parent = target.parent
-    while not parent.exists() and parent != parent.parent:
-        parent = parent.parent
-    if not parent.is_dir():
-        raise CommandError(f"--out: cannot write {path}: {parent} is not a directory")
-    if not os.access(parent, os.W_OK):
-        raise CommandError(f"--out: cannot write {path}: {parent} is not writable")
 
 
 def _loaded(args: argparse.Namespace, family: _Family):
@@ -266,7 +256,6 @@ def _report(args: argparse.Namespace) -> None:
 
     family: _Family = args.family
     _check_refused(args, family)
-    _check_out(args.out)
     n_boot = getattr(args, "bootstrap", None)
     if n_boot is not None and n_boot < 0:
         raise CommandError(f"--bootstrap must be at least 0; got {n_boot}")

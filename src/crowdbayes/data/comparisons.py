@@ -140,7 +140,7 @@ class Comparisons:
             if ties == "error":
                 raise ValueError(
                     f"{what}: {int(tied.sum())} row(s) are ties ({TIE!r}; first at row "
-                    f"{int(np.argmax(tied))}); pass ties='keep' or 'drop'"
+                    f"{int(np.argmax(tied))}); pass ties='keep' or ties='drop'"
                 )
             warnings.warn(
                 f"{what}: dropped {int(tied.sum())} tie(s) ({TIE!r}) of {len(df)} rows",

@@ -71,19 +71,24 @@ class FeatureTable:
 
 
 def read_features(
-    source: TableLike | FeatureTable, *, id_column: str = "item", what: str = "items"
+    source: TableLike | FeatureTable,
+    *,
+    id_column: str = "item",
+    what: str = "items",
+    also: str = "",
 ) -> FeatureTable:
     """Read a feature table: a DataFrame (ids in ``id_column`` or, without that column, the
     index) or a CSV/TSV/Parquet path (which must have ``id_column``).
 
     Every other column must be numeric (booleans count) and finite. Duplicate ids, non-numeric
     columns (one-hot encode them first), missing or infinite values and tables without feature
-    columns are refused with a message naming them.
+    columns are refused with a message naming them. ``also`` names a format the caller accepts
+    besides tables, for the message refusing a file that is not one (see :func:`read_table`).
     """
     if isinstance(source, FeatureTable):
         return source
     is_frame = isinstance(source, pd.DataFrame)
-    df = read_table(source, what=what, id_columns=(id_column,))
+    df = read_table(source, what=what, id_columns=(id_column,), also=also)
     if id_column in df.columns:
         df = df.set_index(id_column)
     elif not is_frame:

@@ -14,17 +14,25 @@ from pathlib import Path
 import pandas as pd
 
 from ..persistence import write_atomically
+from .sniff import TABLE_FORMATS, sniff_table
 
 __all__ = ["TableLike", "read_table", "table_writer", "write_atomically"]
 
 TableLike = pd.DataFrame | str | os.PathLike
 
 
-def read_table(source: TableLike, *, what: str, id_columns: Sequence[str] = ()) -> pd.DataFrame:
-    """Return ``source`` as a DataFrame; paths ending in ``.parquet``/``.pq`` are read as Parquet,
-    anything else as CSV (``.tsv`` and ``.tsv.gz`` tab-separated).
+def read_table(
+    source: TableLike, *, what: str, id_columns: Sequence[str] = (), also: str = ""
+) -> pd.DataFrame:
+    """Return ``source`` as a DataFrame. A path is read as Parquet when its content is Parquet
+    (or its name ends in ``.parquet``/``.pq``), else as CSV (``.tsv``/``.tab``, compressed or
+    not, tab-separated), gzip-compressed or not; a UTF-8 byte-order mark, Windows line endings
+    and quoted fields are read as usual.
 
-    Identifier columns are read as strings from CSV so that ids such as ``0001`` survive.
+    Identifier columns are read as strings from CSV so that ids such as ``0001`` survive. A
+    file that is not a table (a NumPy array, a spreadsheet, other binary data), an empty file
+    and a header without rows are refused with one line naming the file and the formats
+    accepted (``also`` adds one the caller accepts besides tables, e.g. ``a .npy array``).
     """
     if isinstance(source, pd.DataFrame):
         return source
@@ -36,21 +44,51 @@ def read_table(source: TableLike, *, what: str, id_columns: Sequence[str] = ()) 
     path = Path(source)
     if not path.exists():
         raise FileNotFoundError(f"{what}: file not found: {path}")
-    name = path.name.lower()
-    if name.endswith((".parquet", ".pq")):
-        try:
-            return pd.read_parquet(path)
-        except ImportError as err:  # pragma: no cover - depends on the environment
-            raise ImportError(
-                f"{what}: reading Parquet needs pyarrow: pip install 'crowdbayes[parquet]'"
-            ) from err
-    sep = "\t" if name.endswith((".tsv", ".tsv.gz", ".tab")) else ","
+    if path.is_dir():
+        raise ValueError(f"{what}: {path} is a directory; give a file ({TABLE_FORMATS})")
+    kind = sniff_table(path, what=what, also=also)
+    if kind == "parquet":
+        table = _read_parquet(path, what)
+    else:
+        table = _read_text(path, what, id_columns, "gzip" if kind == "gzip" else "infer")
+    if len(table) == 0:
+        raise ValueError(f"{what}: {path} has a header but no rows")
+    return table
+
+
+def _read_parquet(path: Path, what: str) -> pd.DataFrame:
     try:
-        header = pd.read_csv(path, sep=sep, nrows=0).columns
-    except pd.errors.EmptyDataError as err:
-        raise ValueError(f"{what}: the file {path} is empty") from err
-    dtype = {c: str for c in id_columns if c in header}
-    return pd.read_csv(path, sep=sep, dtype=dtype, keep_default_na=True)
+        return pd.read_parquet(path)
+    except ImportError as err:  # pragma: no cover - depends on the environment
+        raise ImportError(
+            f"{what}: reading Parquet needs pyarrow: pip install 'crowdbayes[parquet]'"
+        ) from err
+    except (ValueError, OSError, TypeError) as err:  # pyarrow's errors derive from these
+        raise ValueError(
+            f"{what}: {path} is not a readable Parquet file ({_first_line(err)})"
+        ) from None
+
+
+def _read_text(path: Path, what: str, id_columns: Sequence[str], compression: str) -> pd.DataFrame:
+    name = path.name.lower()
+    sep = "\t" if name.endswith((".tsv", ".tab")) or ".tsv." in name else ","
+    options = dict(sep=sep, compression=compression, encoding="utf-8-sig")
+    try:
+        header = pd.read_csv(path, nrows=0, **options).columns
+        dtype = {c: str for c in id_columns if c in header}
+        return pd.read_csv(path, dtype=dtype, keep_default_na=True, **options)
+    except pd.errors.EmptyDataError:
+        raise ValueError(f"{what}: {path} is empty") from None
+    except (pd.errors.ParserError, UnicodeDecodeError, EOFError, OSError) as err:
+        format_name = "TSV" if sep == "\t" else "CSV"
+        raise ValueError(
+            f"{what}: {path} cannot be read as {format_name}: {_first_line(err)}"
+        ) from None
+
+
+def _first_line(err: BaseException) -> str:
+    text = str(err).strip()
+    return text.splitlines()[0] if text else type(err).__name__
 
 
 def table_writer(df: pd.DataFrame, *, index: bool = True) -> Callable[[Path], None]:

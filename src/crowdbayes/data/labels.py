@@ -12,6 +12,7 @@ import scipy.sparse as sp
 
 from ..exceptions import DataWarning
 from .io import TableLike, read_table
+from .validate import show_id
 
 __all__ = ["Labels", "LabelBlock"]
 
@@ -69,7 +70,7 @@ def _duplicate_policy(
     if policy == "error":
         raise ValueError(
             f"labels: {n_repeated} row(s) repeat a task–worker pair {where}; "
-            "pass duplicates='keep' or 'drop'"
+            "pass duplicates='keep' or duplicates='drop'"
         )
     if policy == "drop":
         warnings.warn(
@@ -86,6 +87,35 @@ def _duplicate_policy(
         stacklevel=4,
     )
     return None
+
+
+#: a class seen at most this many times, and this many times less often than the commonest
+#: class, is suspicious when the classes were not declared (a typo, a stray value)
+RARE_CLASS_COUNT, RARE_CLASS_RATIO = 3, 500
+
+
+def _warn_rare_classes(label_codes: np.ndarray, classes: pd.Index, what: str) -> None:
+    """Warn about classes much rarer than the others (see :data:`RARE_CLASS_RATIO`)."""
+    counts = np.bincount(label_codes, minlength=len(classes))
+    rare = np.flatnonzero(
+        (counts <= RARE_CLASS_COUNT) & (counts * RARE_CLASS_RATIO <= counts.max())
+    )
+    if rare.size == 0:
+        return
+    shown = ", ".join(f"{show_id(classes[c])} ({counts[c]} of {counts.sum()})" for c in rare[:5])
+    common = [classes[c] for c in np.flatnonzero(counts > RARE_CLASS_COUNT)]
+    one = rare.size == 1
+    warnings.warn(
+        f"{what}: {'class' if one else 'classes'} {shown} {'is' if one else 'are'} much rarer "
+        "than the others (a typo or a stray value?); fix the file, or declare the classes to "
+        f"check every label against them, e.g. classes={[_plain(c) for c in common]}",
+        DataWarning,
+        stacklevel=3,
+    )
+
+
+def _plain(value):
+    return value.item() if isinstance(value, np.generic) else value
 
 
 class LabelBlock:
@@ -262,6 +292,7 @@ class Labels(LabelBlock):
         gold_series = None if gold is None else self._read_gold(gold, task, label)
 
         label_values = df[label].to_numpy()
+        declared = classes
         if classes is None:
             distinct = pd.unique(label_values)
             if gold_series is not None:
@@ -281,6 +312,8 @@ class Labels(LabelBlock):
                 f"{what}: {unknown.size} label(s) are not among the declared classes "
                 f"{list(class_index)}: {_show(bad)} (first at row {unknown[0]})"
             )
+        if declared is None:
+            _warn_rare_classes(label_codes, class_index, what)
 
         self.tasks: pd.Index = pd.Index(tasks, name="task")
         self.workers: pd.Index = pd.Index(workers, name="worker")

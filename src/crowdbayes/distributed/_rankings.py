@@ -184,6 +184,7 @@ def fit_rankings_distributed(
                 progress=model.progress,
                 desc=f"PL-VI eta={eta:.3g} (dask)",
                 warn_name=type(model).__name__,
+                accelerate=model.accelerate,
             )
         except BaseException:
             client.cancel(parts)

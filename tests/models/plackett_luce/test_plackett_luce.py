@@ -414,3 +414,28 @@ def test_load_refuses_other_files(tmp_path):
     np.savez(path, a=np.arange(3))
     with pytest.raises(ValueError, match="not a crowdbayes model file"):
         load(path)
+
+
+@pytest.mark.parametrize("decimals", [0, 1, None])
+def test_draw_positions_equal_a_stable_sort(decimals):
+    from crowdbayes.models.plackett_luce._base import draw_positions
+
+    draws = np.random.default_rng(3).standard_normal((300, 40))
+    if decimals is not None:  # many ties, and two items tied in every draw
+        draws = np.round(draws, decimals)
+        draws[7] = draws[2]
+    order = np.argsort(-draws, axis=0, kind="stable")
+    expected = np.empty_like(order)
+    np.put_along_axis(expected, order, np.arange(1, len(draws) + 1)[:, None], axis=0)
+    np.testing.assert_array_equal(draw_positions(draws), expected)
+
+
+def test_accelerated_and_plain_bound_iterations_agree():
+    rankings, _ = simulate_rankings(4, set_size=4, n_ranked=2, n_queries=200)
+    plain = PlackettLuceVI(eta=0.3, tol=1e-10, max_iter=2000, accelerate=False).fit(rankings)
+    fast = PlackettLuceVI(eta=0.3, tol=1e-10, max_iter=2000).fit(rankings)
+    assert fast.converged_ and plain.converged_
+    assert fast.lower_bound_ == pytest.approx(plain.lower_bound_, rel=1e-10)
+    np.testing.assert_allclose(fast.coef_, plain.coef_, atol=1e-7)
+    np.testing.assert_allclose(fast.coef_cov_, plain.coef_cov_, atol=1e-9)
+    assert 3 * fast.n_iter_ < plain.n_iter_

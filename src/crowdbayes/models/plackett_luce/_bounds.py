@@ -23,6 +23,7 @@ from scipy.special import expit, log_expit
 __all__ = [
     "jj_lambda",
     "jj_lambda_derivative",
+    "jj_lambda_and_derivative",
     "pair_log_bound",
     "softmax_log_bound",
     "log_sigmoid",
@@ -42,11 +43,19 @@ def jj_lambda(xi: np.ndarray) -> np.ndarray:
 
 def jj_lambda_derivative(xi: np.ndarray) -> np.ndarray:
     """dλ/dξ = (ξ sech²(ξ/2)/2 − tanh(ξ/2)) / (4ξ²), ≤ 0 for ξ ≥ 0 (series −ξ/48 near 0)."""
+    return jj_lambda_and_derivative(xi)[1]
+
+
+def jj_lambda_and_derivative(xi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """λ(ξ) and dλ/dξ from one ``tanh`` (sech² = 1 − tanh²), for Newton's method."""
     xi = np.abs(np.asarray(xi, dtype=np.float64))
+    half = np.tanh(np.maximum(xi, 1e-300) / 2.0)
+    lam = half / (4.0 * np.maximum(xi, 1e-300))
     small = xi < 1e-3
     safe = np.where(small, 1.0, xi)
-    exact = (safe / (2.0 * np.cosh(safe / 2.0) ** 2) - np.tanh(safe / 2.0)) / (4.0 * safe**2)
-    return np.where(small, -xi / 48.0, exact)
+    half_safe = np.where(small, np.tanh(0.5), half)
+    exact = (safe * (1.0 - half_safe**2) / 2.0 - half_safe) / (4.0 * safe**2)
+    return lam, np.where(small, -xi / 48.0, exact)
 
 
 def pair_log_bound(margin: np.ndarray, zeta: np.ndarray) -> np.ndarray:

@@ -1,0 +1,49 @@
+"""Ctrl-C and SIGTERM during a long fit: the conventional status and no output file."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+
+import pandas as pd
+import pytest
+
+pytestmark = pytest.mark.skipif(os.name != "posix", reason="POSIX signals")
+
+
+def start_long_fit(tmp_path, name):
+    rows = [(f"t{t}", f"w{w}", "yes" if (t + w) % 3 else "no") for t in range(30) for w in range(5)]
+    data = tmp_path / f"{name}.csv"
+    pd.DataFrame(rows, columns=["task", "worker", "label"]).to_csv(data, index=False)
+    out = tmp_path / f"{name}-tasks.csv"
+    command = [sys.executable, "-c", "import sys; from crowdbayes.cli import main; "
+               "sys.exit(main())", "labels", "fit", str(data), "--model", "hierarchical",
+               "--samples", "1000000", "--out", str(out), "--save-model",
+               str(tmp_path / f"{name}.npz"), "--progress"]  # fmt: skip
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    # a shell starts background jobs with Ctrl-C ignored, and Python keeps it so: undo that
+    process = subprocess.Popen(
+        command,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
+    return process, out
+
+
+@pytest.mark.parametrize(("signum", "status"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_an_interrupted_fit_leaves_no_file(tmp_path, signum, status):
+    process, out = start_long_fit(tmp_path, signum.name)
+    try:
+        first = process.stderr.readline()  # the first progress line: the fit is running
+        assert "Gibbs" in first, first
+        process.send_signal(signum)
+        _, rest = process.communicate(timeout=60)
+    finally:
+        process.kill()
+    assert process.returncode == status
+    assert "interrupted" in rest and "Traceback" not in rest
+    assert sorted(p.name for p in tmp_path.iterdir()) == [f"{signum.name}.csv"]
