@@ -67,9 +67,28 @@ def chain_processes(function: Callable[..., Any], shared: tuple, n_jobs: int):
     try:
         context = multiprocessing.get_context("fork")
         with ProcessPoolExecutor(max_workers=n_jobs, mp_context=context) as pool:
-            yield lambda chains: [pool.submit(_run, chain) for chain in chains]
+            try:
+                yield lambda chains: [pool.submit(_run, chain) for chain in chains]
+            except BaseException:
+                # Ctrl-C, SIGTERM or a chain's error: the other chains must not run on (the
+                # executor's exit would wait for them, however long they still have to go)
+                _stop_workers(pool)
+                raise
     finally:
         _JOB = None
+
+
+def _stop_workers(pool: ProcessPoolExecutor) -> None:
+    """Kill the pool's processes and drop the chains not started (the executor has no public
+    way to stop running work before Python 3.14's ``terminate_workers``)."""
+    terminate = getattr(pool, "terminate_workers", None)
+    if terminate is not None:
+        terminate()
+        return
+    for process in list((getattr(pool, "_processes", None) or {}).values()):
+        if process.is_alive():
+            process.kill()
+    pool.shutdown(wait=True, cancel_futures=True)
 
 
 def wait_for(futures: list[Future], ready: Callable[[], bool], poll: float = 0.05) -> None:

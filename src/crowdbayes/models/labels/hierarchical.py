@@ -201,14 +201,15 @@ class HierarchicalAnnotation(LabelModel):
         n_sweeps = self.n_warmup + self.n_samples
         shared = (labels, settings, pivot, index, self.n_warmup)
         n_jobs = resolve_n_jobs(self.n_jobs, self.n_chains, self._estimated_seconds(labels))
-        if n_jobs > 1:  # chains in processes; progress = sweeps every chain has done
+        if n_jobs > 1:  # chains in processes; progress = the chains' mean sweep count (with
+            # more chains than processes some chains only start when others end)
             counters = sweep_counters(self.n_chains)
             work = (*shared, self.n_samples, counters)
             with chain_processes(_gibbs.run_chain, work, n_jobs) as submit:
                 futures = submit(list(enumerate(chains)))
 
                 def step(sweep: int) -> None:
-                    wait_for(futures, lambda: min(counters) > sweep)
+                    wait_for(futures, lambda: sum(counters) >= (sweep + 1) * self.n_chains)
 
                 run_iterations(step, max_iter=n_sweeps, progress=self.progress, desc="Gibbs sweeps")
                 chains = [future.result() for future in futures]
