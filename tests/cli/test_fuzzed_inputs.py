@@ -28,6 +28,10 @@ from hypothesis import strategies as st
 from crowdbayes.cli import main
 from fuzz_tables import INPUT_TYPES, InputType, broken, mangled, render, spellings
 
+# 500 cases per input type take about a minute and a half: run by `make test` (CI), not by
+# `make test-fast`
+pytestmark = pytest.mark.slow
+
 EXAMPLES = int(os.environ.get("CROWDBAYES_FUZZ_EXAMPLES", "500"))
 
 

@@ -10,7 +10,11 @@ import sys
 import pandas as pd
 import pytest
 
-pytestmark = pytest.mark.skipif(os.name != "posix", reason="POSIX signals")
+# long fits in subprocesses, interrupted: run by `make test` (CI), not by `make test-fast`
+pytestmark = [
+    pytest.mark.skipif(os.name != "posix", reason="POSIX signals"),
+    pytest.mark.slow,
+]
 
 
 def start_long_fit(tmp_path, name):

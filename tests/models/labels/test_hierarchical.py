@@ -442,6 +442,7 @@ def test_same_seed_same_result_different_seed_different(sampler, easy_labels):
     assert np.array_equal(np.random.get_state()[1], state[1])  # noqa: NPY002
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sampler", ["blocked", "collapsed"])
 def test_results_do_not_depend_on_the_number_of_processes(sampler, easy_labels):
     """Each chain draws from its own generator: one process or several (forked), same numbers."""
@@ -469,6 +470,7 @@ def hyperparameter_conditional_moments(counts: np.ndarray) -> np.ndarray:
     return np.einsum("gk,gd->kd", weights, grid[:, 0])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("with_reference", [False, True])
 def test_hyperparameter_update_leaves_its_conditional_invariant(with_reference):
     """Many independent replicates of the α update (the coordinate-wise slice sweep before the
