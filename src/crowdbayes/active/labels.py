@@ -15,11 +15,12 @@ import pandas as pd
 
 from .._utils import RandomState, as_generator
 from ..data import Labels
+from .replay import SeenAnswers, rows_by_key
 
 __all__ = ["LabelPool"]
 
 
-class LabelPool:
+class LabelPool(SeenAnswers):
     """Real labels ``task, worker, label``, ``start`` per task seen, the rest held back.
 
     Parameters
@@ -62,18 +63,6 @@ class LabelPool:
         self.seen = np.zeros(len(self.table), dtype=bool)
         self.seen[order[rank.to_numpy() < start]] = True
 
-    @property
-    def n_observed(self) -> int:
-        return int(self.seen.sum())
-
-    @property
-    def n_remaining(self) -> int:
-        return int((~self.seen).sum())
-
-    def observed(self) -> pd.DataFrame:
-        """The labels seen so far."""
-        return self.table[self.seen]
-
     def fit_args(self) -> tuple:
         return (Labels(self.observed(), classes=self.classes, duplicates="keep"),)
 
@@ -104,9 +93,7 @@ class LabelPool:
         rest = self.table.iloc[shuffled]
         by_worker = "worker" in questions.columns
         keys = list(zip(rest["task"], rest["worker"], strict=True)) if by_worker else rest["task"]
-        slots: dict = {}
-        for row, key in zip(shuffled, keys, strict=True):
-            slots.setdefault(key, []).append(row)
+        slots = rows_by_key(keys, shuffled)
         wanted = (
             zip(questions["task"], questions["worker"], strict=True)
             if by_worker

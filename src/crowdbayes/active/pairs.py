@@ -17,12 +17,12 @@ from .._utils import RandomState, as_generator
 from ..data import Comparisons
 from ..data.comparisons import TIE
 from ..data.features import read_features
-from .labels import LabelPool
+from .replay import SeenAnswers, rows_by_key
 
 __all__ = ["PairPool"]
 
 
-class PairPool:
+class PairPool(SeenAnswers):
     """Real comparisons ``left, right, label`` (and ``worker``), ``start`` of them seen, the
     rest held back.
 
@@ -80,16 +80,11 @@ class PairPool:
         # every held-back comparison under its pair (and its pair and worker), in a random
         # order: reveal takes the last unused one
         order = rng.permutation(len(self.table))
-        self._by_pair = _slots(self._pair[order], order)
+        self._by_pair = rows_by_key(self._pair[order], order)
         self._by_worker = {}
         if self.has_workers:
             workers = self.table["worker"].to_numpy()[order]
-            self._by_worker = _slots(list(zip(self._pair[order], workers, strict=True)), order)
-
-    # the bookkeeping of the seen mask is the label pool's
-    n_observed = LabelPool.n_observed
-    n_remaining = LabelPool.n_remaining
-    observed = LabelPool.observed
+            self._by_worker = rows_by_key(list(zip(self._pair[order], workers, strict=True)), order)
 
     def fit_args(self) -> tuple:
         return (Comparisons(self.observed(), items=self.items),)
@@ -158,11 +153,3 @@ def _pair_keys(left: np.ndarray, right: np.ndarray) -> np.ndarray:
     first = left <= right
     low, high = np.where(first, left, right), np.where(first, right, left)
     return np.char.add(np.char.add(low, "\x00"), high)
-
-
-def _slots(keys, rows: np.ndarray) -> dict:
-    """Rows by key, in the given order."""
-    slots: dict = {}
-    for key, row in zip(keys, rows, strict=True):
-        slots.setdefault(key, []).append(int(row))
-    return slots

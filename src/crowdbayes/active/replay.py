@@ -22,7 +22,7 @@ import pandas as pd
 
 from .._utils import RandomState, as_generator
 
-__all__ = ["Pool", "simulate", "POOL_STRATEGIES"]
+__all__ = ["Pool", "SeenAnswers", "rows_by_key", "simulate", "POOL_STRATEGIES"]
 
 #: strategies a pool plays without asking the model
 POOL_STRATEGIES = ("round_robin", "random")
@@ -52,6 +52,34 @@ class Pool(Protocol):
 
     def estimate(self, model) -> float:
         """The model's gold-free estimate of that accuracy (on the same questions)."""
+
+
+class SeenAnswers:
+    """The bookkeeping every pool shares: its answers as ``table`` and the boolean mask ``seen``
+    (set by the pool's constructor) of those revealed to the model."""
+
+    table: pd.DataFrame
+    seen: np.ndarray
+
+    @property
+    def n_observed(self) -> int:
+        return int(self.seen.sum())
+
+    @property
+    def n_remaining(self) -> int:
+        return int((~self.seen).sum())
+
+    def observed(self) -> pd.DataFrame:
+        """The answers seen so far."""
+        return self.table[self.seen]
+
+
+def rows_by_key(keys, rows) -> dict:
+    """Row numbers grouped by key, in the given order (a pool reveals the last unused one)."""
+    slots: dict = {}
+    for key, row in zip(keys, rows, strict=True):
+        slots.setdefault(key, []).append(int(row))
+    return slots
 
 
 def simulate(
