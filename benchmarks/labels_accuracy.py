@@ -12,6 +12,23 @@ Models (default settings unless stated):
   BayesianDawidSkene(), HierarchicalAnnotation(random_state=0), CommunityDawidSkene();
 - crowd-kit 1.4.2: MajorityVote(), DawidSkene(n_iter=100), GLAD(), MACE().
 
+and the methods of issue 18, each beside crowd-kit's implementation of the same method:
+
+- crowdbayes GLAD(), MACE() (EM), MACE(variational=True), KOS(random_state=0) and
+  MMSR(random_state=0), Wawa(random_state=0), ZeroBasedSkill(random_state=0),
+  GoldMajorityVote(random_state=0);
+- crowd-kit KOS(), MMSR(), Wawa(), ZeroBasedSkill(), GoldMajorityVote() (crowd-kit 1.4.2's Wawa
+  and ZeroBasedSkill crash with the current scikit-learn; the report then compares ours with
+  crowd-kit's MajorityVote).
+
+KOS is binary: on sets with more classes its fit is reported as "n/a". The gold-trained
+majority votes (``*_gmv``) are the one exception to "gold is never given": they get the gold of
+a seeded random half of the gold tasks (the same half for both libraries) and are scored on the
+other half only.
+
+``--models new`` selects the issue-18 models and their crowd-kit counterparts (plus crowd-kit
+MajorityVote).
+
 Usage (from the repository root)::
 
     .venv/bin/python benchmarks/labels_accuracy.py [--timeout 300] [--datasets rte dog ...]
@@ -55,7 +72,40 @@ MODELS = {
     "ck_ds": ("ck DS", "crowd-kit", "DawidSkene(n_iter=100)"),
     "ck_glad": ("ck GLAD", "crowd-kit", "GLAD()"),
     "ck_mace": ("ck MACE", "crowd-kit", "MACE()"),
+    "cb_glad": ("cb GLAD", "crowdbayes", "GLAD()"),
+    "cb_mace": ("cb MACE", "crowdbayes", "MACE()"),
+    "cb_mace_vb": ("cb MACE-VB", "crowdbayes", "MACE(variational=True)"),
+    "cb_kos": ("cb KOS", "crowdbayes", "KOS(random_state=0)"),
+    "ck_kos": ("ck KOS", "crowd-kit", "KOS()"),
+    "cb_mmsr": ("cb MMSR", "crowdbayes", "MMSR(random_state=0)"),
+    "ck_mmsr": ("ck MMSR", "crowd-kit", "MMSR()"),
+    "cb_wawa": ("cb Wawa", "crowdbayes", "Wawa(random_state=0)"),
+    "ck_wawa": ("ck Wawa", "crowd-kit", "Wawa()"),
+    "cb_zbs": ("cb ZBS", "crowdbayes", "ZeroBasedSkill(random_state=0)"),
+    "ck_zbs": ("ck ZBS", "crowd-kit", "ZeroBasedSkill()"),
+    "cb_gmv": ("cb GoldMV", "crowdbayes", "GoldMajorityVote(random_state=0)"),
+    "ck_gmv": ("ck GoldMV", "crowd-kit", "GoldMajorityVote()"),
+    "ck_mv_half": ("ck MV½", "crowd-kit", "MajorityVote() scored on the held-out gold half"),
 }
+#: the issue-18 models and what each is compared with: (ours, crowd-kit's same method, the
+#: fallback when crowd-kit's crashes)
+PAIRS = (
+    ("cb_glad", "ck_glad", None),
+    ("cb_mace", "ck_mace", None),
+    ("cb_mace_vb", "ck_mace", None),
+    ("cb_kos", "ck_kos", None),
+    ("cb_mmsr", "ck_mmsr", None),
+    ("cb_wawa", "ck_wawa", "ck_mv"),
+    ("cb_zbs", "ck_zbs", "ck_mv"),
+    ("cb_gmv", "ck_gmv", "ck_mv_half"),
+)
+#: Bayesian variant -> its point-estimate counterpart (lower mean log-loss expected)
+BAYES_VS_POINT = (("cb_mace_vb", "cb_mace"),)
+NEW = ("ck_mv", "ck_mv_half", *dict.fromkeys(k for pair in PAIRS for k in pair[:2]))
+BINARY_ONLY = ("cb_kos", "ck_kos")
+GOLD_TRAINED = ("cb_gmv", "ck_gmv")
+#: scored on the held-out half of the gold only
+HELD_OUT = (*GOLD_TRAINED, "ck_mv_half")
 BAYESIAN = ("cb_bds", "cb_ha", "cb_cds")
 REFERENCE = "ck_ds"
 EPS = 1e-15
@@ -71,15 +121,35 @@ def _make_model(key: str):
             "cb_bds": lambda: cb.BayesianDawidSkene(),
             "cb_ha": lambda: cb.HierarchicalAnnotation(random_state=0),
             "cb_cds": lambda: cb.CommunityDawidSkene(),
+            "cb_glad": lambda: cb.GLAD(),
+            "cb_mace": lambda: cb.MACE(),
+            "cb_mace_vb": lambda: cb.MACE(variational=True),
+            "cb_kos": lambda: cb.KOS(random_state=0),
+            "cb_mmsr": lambda: cb.MMSR(random_state=0),
+            "cb_wawa": lambda: cb.Wawa(random_state=0),
+            "cb_zbs": lambda: cb.ZeroBasedSkill(random_state=0),
+            "cb_gmv": lambda: cb.GoldMajorityVote(random_state=0),
         }[key]()
     from crowdkit import aggregation as ck
 
     return {
         "ck_mv": lambda: ck.MajorityVote(),
+        "ck_mv_half": lambda: ck.MajorityVote(),
         "ck_ds": lambda: ck.DawidSkene(n_iter=100),
         "ck_glad": lambda: ck.GLAD(),
         "ck_mace": lambda: ck.MACE(),
+        "ck_kos": lambda: ck.KOS(),
+        "ck_mmsr": lambda: ck.MMSR(),
+        "ck_wawa": lambda: ck.Wawa(),
+        "ck_zbs": lambda: ck.ZeroBasedSkill(),
+        "ck_gmv": lambda: ck.GoldMajorityVote(),
     }[key]()
+
+
+def gold_split(gold: pd.Series) -> tuple[pd.Series, pd.Series]:
+    """The gold given to the gold-trained models (a seeded random half) and the rest (scored)."""
+    given = np.random.default_rng(0).random(len(gold)) < 0.5
+    return gold[given], gold[~given]
 
 
 def _aligned(predicted, classes: list) -> tuple[pd.Series, pd.DataFrame]:
@@ -108,6 +178,14 @@ def _child(conn, key: str, dataset: str) -> None:
         gold = ds.gold.copy()
         gold.index = gold.index.map(str)
         classes = sorted(set(frame["label"].tolist()) | set(gold.tolist()))
+        if key in BINARY_ONLY and len(classes) != 2:
+            conn.send(("n/a", f"binary only; {len(classes)} classes"))
+            return
+        fit_args: tuple = (frame,)
+        if key in HELD_OUT:
+            given, gold = gold_split(gold)
+            if key in GOLD_TRAINED:
+                fit_args = (frame, given)
         model = _make_model(key)
         fingerprint = src_fingerprint()  # the sources this process imported
         conn.send(("ready", None))
@@ -115,7 +193,11 @@ def _child(conn, key: str, dataset: str) -> None:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             start = time.perf_counter()
-            probas = model.fit_predict_proba(frame)
+            if hasattr(model, "fit_predict_proba"):
+                probas = model.fit_predict_proba(*fit_args)
+            else:  # crowd-kit's KOS and MMSR give labels only: probabilities 0 or 1
+                hard = model.fit_predict(*fit_args)
+                probas = pd.get_dummies(hard).astype(np.float64)
             seconds = time.perf_counter() - start
         labels, probas = _aligned((model.labels_, probas), classes)
         row_sums = probas.loc[gold.index].sum(axis=1).to_numpy()
@@ -131,7 +213,7 @@ def _child(conn, key: str, dataset: str) -> None:
                     "log_loss": log_loss(gold, probas, eps=EPS),
                     "seconds": seconds,
                     "n_iter": None if n_iter is None else int(n_iter),
-                    "n_gold": len(gold),
+                    "n_gold": len(gold),  # the scored gold tasks
                     "row_sum_error": float(np.max(np.abs(row_sums - 1.0))),
                     "notes": notes,
                     "src": fingerprint,
@@ -273,11 +355,68 @@ def _acceptance(results: dict, datasets: list[str], models: list[str]) -> list[s
     return lines
 
 
+def _pair_acceptance(results: dict, datasets: list[str], models: list[str]) -> list[str]:
+    """Each issue-18 model against crowd-kit's same method (or its fallback), over the sets
+    where both finished; then each Bayesian variant's mean log-loss against its point
+    estimate."""
+    lines = [
+        "| model | compared with | sets | mean acc | their mean acc | Δ (points) | ≥ theirs − 0.5 "
+        "points | mean LL | their mean LL |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for ours, theirs, fallback in PAIRS:
+        if ours not in models:
+            continue
+        ref, why = theirs, ""
+        ok = [n for n in datasets if theirs in models and results[n][theirs]["status"] == "ok"]
+        if not ok and fallback in models:
+            ref, why = fallback, f" (crowd-kit's {MODELS[theirs][2]} did not run: see notes)"
+            ok = [n for n in datasets if results[n][fallback]["status"] == "ok"]
+        common = [n for n in ok if results[n][ours]["status"] == "ok"]
+        if not common:
+            lines.append(f"| {MODELS[ours][0]} | {MODELS[theirs][0]} | 0 | — | — | — | — | — | — |")
+            continue
+        acc = np.mean([results[n][ours]["accuracy"] for n in common])
+        ref_acc = np.mean([results[n][ref]["accuracy"] for n in common])
+        ll = np.mean([results[n][ours]["log_loss"] for n in common])
+        ref_ll = np.mean([results[n][ref]["log_loss"] for n in common])
+        passed = "yes" if acc >= ref_acc - 0.005 else "**no**"
+        lines.append(
+            f"| {MODELS[ours][0]} | {MODELS[ref][0]}{why} | {len(common)} | {acc:.4f} | "
+            f"{ref_acc:.4f} | {100 * (acc - ref_acc):+.2f} | {passed} | {ll:.4f} | {ref_ll:.4f} |"
+        )
+    lines.append("")
+    for bayes, point in BAYES_VS_POINT:
+        if bayes not in models or point not in models:
+            continue
+        common = [
+            n
+            for n in datasets
+            if results[n][bayes]["status"] == "ok" and results[n][point]["status"] == "ok"
+        ]
+        if not common:
+            continue
+        ll = np.mean([results[n][bayes]["log_loss"] for n in common])
+        ref_ll = np.mean([results[n][point]["log_loss"] for n in common])
+        lower = sum(results[n][bayes]["log_loss"] < results[n][point]["log_loss"] for n in common)
+        lines.append(
+            f"- {MODELS[bayes][2]} vs {MODELS[point][2]}: mean log-loss {ll:.4f} vs {ref_ll:.4f} "
+            f"over {len(common)} sets ({'lower' if ll < ref_ll else '**not lower**'}; lower on "
+            f"{lower}/{len(common)} sets)."
+        )
+    return lines
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--timeout", type=float, default=300.0, help="seconds per model fit")
     parser.add_argument("--datasets", nargs="*", help="label sets (default: all with gold)")
-    parser.add_argument("--models", nargs="*", choices=list(MODELS), help="default: all")
+    parser.add_argument(
+        "--models",
+        nargs="*",
+        choices=[*MODELS, "new"],
+        help="default: all; 'new': the issue-18 models and their crowd-kit counterparts",
+    )
     parser.add_argument("--output", type=Path, default=RESULTS / "labels_accuracy.md")
     args = parser.parse_args(argv)
     exit_on_sigterm()
@@ -292,6 +431,8 @@ def main(argv: list[str] | None = None) -> int:
     skipped = sorted(set(listing["name"]) - set(with_gold["name"]))
     datasets = list(args.datasets) if args.datasets else with_gold["name"].tolist()
     models = list(args.models) if args.models else list(MODELS)
+    if "new" in models:
+        models = list(dict.fromkeys(k for m in models for k in (NEW if m == "new" else (m,))))
     started = time.perf_counter()
 
     results: dict[str, dict[str, dict]] = {}
@@ -396,6 +537,15 @@ def main(argv: list[str] | None = None) -> int:
         "## Acceptance checks: Bayesian crowdbayes models vs crowd-kit DawidSkene",
         "",
         *_acceptance(results, datasets, models),
+        "",
+        "## Issue 18: each model against crowd-kit's same method",
+        "",
+        "Mean over the sets where both finished (KOS: the binary sets; the gold-trained "
+        "majority votes are scored on the held-out half of the gold). Where crowd-kit's method "
+        "crashed on every set it is compared with crowd-kit's MajorityVote instead, as said in "
+        "the row.",
+        "",
+        *_pair_acceptance(results, datasets, models),
         "",
         "## Wall time of `fit_predict_proba` (seconds; iterations in brackets)",
         "",

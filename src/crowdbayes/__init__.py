@@ -16,11 +16,18 @@ from .models.clustering import LinkClustering
 from .models.communities import CommunityPreferences
 from .models.gp_preference import GPPL, GPPLVI, CrowdGPPL, GPPreferenceEP
 from .models.labels import (
+    GLAD,
+    KOS,
+    MACE,
+    MMSR,
     BayesianDawidSkene,
     CommunityDawidSkene,
     DawidSkene,
+    GoldMajorityVote,
     HierarchicalAnnotation,
     MajorityVote,
+    Wawa,
+    ZeroBasedSkill,
 )
 from .models.plackett_luce import (
     PlackettLuceGibbs,
@@ -40,6 +47,13 @@ __all__ = [
     "BayesianDawidSkene",
     "CommunityDawidSkene",
     "HierarchicalAnnotation",
+    "GLAD",
+    "MACE",
+    "KOS",
+    "MMSR",
+    "Wawa",
+    "ZeroBasedSkill",
+    "GoldMajorityVote",
     "Rankings",
     "Comparisons",
     "GPPreferenceEP",

@@ -1,6 +1,7 @@
 """The ``crowdbayes`` command line.
 
-    crowdbayes labels fit INPUT [--model mv|ds|bayes-ds|community-ds|hierarchical] [--gold FILE]
+    crowdbayes labels fit INPUT [--model mv|ds|bayes-ds|community-ds|hierarchical|glad|mace|kos|
+                                mmsr|wawa|zbs|gold-mv] [--gold FILE]
                                 [--eval-gold FILE] [--out FILE] [--workers-out FILE] [--seed N]
     crowdbayes labels fit --dataset rte ...
     crowdbayes labels fit 'labels/*.parquet' --backend dask [--scheduler ADDRESS | --workers N]

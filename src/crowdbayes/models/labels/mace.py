@@ -1,0 +1,283 @@
+r"""MACE: multi-annotator competence estimation (Hovy et al. 2013), by EM or variational Bayes."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from ...base import NON_NEGATIVE, OPEN_UNIT, POSITIVE, POSITIVE_INT, TOLERANCE, PositivePair
+from ...data import Labels
+from ...inference.driver import run_iterations
+from ...maths import beta_interval, dirichlet_expected_log, dirichlet_kl, safe_log, softmax_classes
+from ._base import clamp_gold, vote_share_start
+from ._skills import SkillLabelModel, per_task_sum, per_worker_sum, weighted_votes
+
+__all__ = ["MACE", "mace_local_step"]
+
+
+def mace_counts(labels: Labels, resp: np.ndarray, honest: np.ndarray) -> dict:
+    """The expected counts of MACE's updates from class-major ``resp`` and each label's
+    probability ``honest`` of not being spam."""
+    k = labels.n_classes
+    spam = np.bincount(
+        labels.worker_codes * k + labels.label_codes,
+        weights=1.0 - honest,
+        minlength=labels.n_workers * k,
+    ).reshape(labels.n_workers, k)
+    counts = np.bincount(labels.worker_codes, minlength=labels.n_workers).astype(np.float64)
+    return {
+        "honest": per_worker_sum(labels, honest),
+        "spam": spam,
+        "n": counts,
+        "classes": resp.sum(axis=1),
+    }
+
+
+def mace_local_step(
+    labels: Labels,
+    log_trust: np.ndarray,
+    log_spam: np.ndarray,
+    log_strategy: np.ndarray,
+    log_prevalence: np.ndarray | None = None,
+) -> tuple[np.ndarray, float, dict]:
+    r"""The task posteriors and expected counts of MACE given each worker's (expected)
+    :math:`\log\theta_j`, :math:`\log(1-\theta_j)` and :math:`\log\xi_{jx}`.
+
+    A label :math:`x` of worker :math:`j` has :math:`p(x \mid c = k) = \theta_j [x = k] +
+    (1-\theta_j)\xi_{jx}`, so with :math:`s_l = \log(1-\theta_j) + \log\xi_{jx_l}` the task's
+    log-likelihood of class :math:`k` is :math:`\sum_l s_l + \sum_l [x_l = k]
+    (\log(e^{\log\theta_j} + e^{s_l}) - s_l)`. With the class prior ``log_prevalence``
+    (default uniform) this gives the posteriors :math:`r_{ik}` and the log-evidence; label
+    :math:`l` was not spam with probability
+    :math:`r_{i x_l}\,\theta_j / (\theta_j + (1-\theta_j)\xi_{jx_l})`.
+
+    Returns ``(resp, log_evidence, stats)``, stats holding per worker the expected number of
+    honest labels ``honest`` (n_workers,), of spam labels by class ``spam`` (n_workers, K) and
+    the label counts ``n``, and the expected class counts ``classes`` (K,).
+    """
+    k = labels.n_classes
+    spam = log_spam[labels.worker_codes] + log_strategy[labels.worker_codes, labels.label_codes]
+    trust = log_trust[labels.worker_codes]
+    either = np.logaddexp(trust, spam)
+    log_lik = per_task_sum(labels, spam)[None, :] + weighted_votes(labels, either - spam)
+    if log_prevalence is None:
+        log_prevalence = np.full(k, -np.log(k))
+    joint = clamp_gold(log_lik + log_prevalence[:, None], labels.gold_codes)
+    resp, log_evidence = softmax_classes(joint)
+    honest = resp[labels.label_codes, labels.task_codes] * np.exp(trust - either)
+    return resp, float(log_evidence.sum()), mace_counts(labels, resp, honest)
+
+
+class MACE(SkillLabelModel):
+    r"""MACE (Hovy et al., 2013): each worker is either honest or spamming on each label.
+
+    Model: :math:`c_i \sim \mathrm{Cat}(\pi)`; worker :math:`j` spams a label with probability
+    :math:`1-\theta_j` (``spamming_``) and then draws it from its own strategy
+    :math:`\xi_j` (a distribution over the classes), otherwise gives :math:`c_i`.
+
+    - ``variational=False``: EM for the MAP estimate under :math:`\theta_j \sim
+      \mathrm{Beta}(a+1, a+1)` and :math:`\xi_j \sim \mathrm{Dir}(a+1)`, ``a`` =
+      ``smoothing``: :math:`\theta_j = (h_j + a)/(n_j + 2a)`, :math:`\xi_{jx} \propto
+      s_{jx} + a`, with :math:`h_j` the expected honest labels and :math:`s_{jx}` the expected
+      spam labels ``x`` (:func:`mace_local_step`). The log-posterior
+      (``objective_history_``) never decreases.
+    - ``variational=True``: mean-field VB with priors :math:`\theta_j \sim
+      \mathrm{Beta}(\text{trust\_prior})` and :math:`\xi_j \sim
+      \mathrm{Dir}(\text{strategy\_prior})`; :math:`q(\theta_j) = \mathrm{Beta}(a_0 + h_j,
+      b_0 + n_j - h_j)`, :math:`q(\xi_j) = \mathrm{Dir}(\gamma_0 + s_j)`, and the local step
+      uses :math:`\mathbb E\log\theta_j`, :math:`\mathbb E\log(1-\theta_j)`,
+      :math:`\mathbb E\log\xi_{jx}`. The ELBO (``objective_history_``: the sum of the tasks'
+      log-normalisers minus the KL terms, :math:`q(c, S)` being optimal per task) never
+      decreases. ``spamming_`` then holds the posterior mean, sd and a ``credible_level``
+      interval of :math:`1-\theta_j` (its exact Beta marginal).
+
+    **Class prior.** Hovy et al. take :math:`\pi` uniform (``learn_prevalence=False``). With
+    skewed classes that lets the spam strategies absorb the skew: on d_product (88% of one
+    class, 3 labels per task) most workers come out as spammers who favour the common class and
+    accuracy falls from 0.892 after one EM step to 0.841 at convergence. By default :math:`\pi`
+    is learned as in Dawid–Skene (EM: :math:`\pi \propto \sum_i r_i + a_\pi`, a Dirichlet
+    (:math:`a_\pi + 1`) MAP; VB: :math:`q(\pi) = \mathrm{Dir}(a_\pi + \sum_i r_i)`, its
+    KL term in the ELBO), ``a_π`` = ``prior_prevalence``: 0.940 on d_product.
+
+    Both start from each task's vote shares. ``skills_`` is :math:`\theta_j`; ``confusion_`` is
+    :math:`\theta_j [x = k] + (1-\theta_j)\xi_{jx}` (posterior means for VB).
+
+    Parameters
+    ----------
+    variational : bool
+        Variational Bayes (True) or EM (False).
+    max_iter : int
+    tol : float or None
+        Stop when the objective changes by less than ``tol · max(1, |value|)``.
+    smoothing : float
+        EM's pseudo-counts.
+    trust_prior : (a, b)
+        VB's Beta prior of :math:`\theta_j` (Hovy et al.: 0.5, 0.5).
+    strategy_prior : float
+        VB's symmetric Dirichlet concentration of :math:`\xi_j` (10, as in Hovy et al.'s
+        implementation).
+    learn_prevalence : bool
+        Learn the class prior (default) or keep it uniform (Hovy et al.).
+    prior_prevalence : float
+        Pseudo-counts (EM) or Dirichlet concentration (VB) of the class prior.
+    credible_level : float
+    progress : bool
+
+    References
+    ----------
+    Hovy, D., Berg-Kirkpatrick, T., Vaswani, A. & Hovy, E. (2013). Learning whom to trust with
+    MACE. NAACL-HLT.
+    """
+
+    parameter_constraints = {
+        "variational": [bool],
+        "max_iter": [POSITIVE_INT],
+        "tol": TOLERANCE,
+        "smoothing": [NON_NEGATIVE],
+        "trust_prior": [PositivePair()],
+        "strategy_prior": [POSITIVE],
+        "learn_prevalence": [bool],
+        "prior_prevalence": [POSITIVE],
+        "credible_level": [OPEN_UNIT],
+        "progress": [bool],
+    }
+    history_name = "objective_history_"
+
+    def __init__(
+        self,
+        variational: bool = False,
+        max_iter: int = 500,
+        tol: float | None = 1e-7,
+        smoothing: float = 0.1,
+        trust_prior: tuple[float, float] = (0.5, 0.5),
+        strategy_prior: float = 10.0,
+        learn_prevalence: bool = True,
+        prior_prevalence: float = 1.0,
+        credible_level: float = 0.9,
+        progress: bool = False,
+    ) -> None:
+        self.variational = variational
+        self.max_iter = max_iter
+        self.tol = tol
+        self.smoothing = smoothing
+        self.trust_prior = trust_prior
+        self.strategy_prior = strategy_prior
+        self.learn_prevalence = learn_prevalence
+        self.prior_prevalence = prior_prevalence
+        self.credible_level = credible_level
+        self.progress = progress
+
+    # ------------------------------------------------------------------ the two updates
+    def _update(self, stats: dict) -> dict:
+        """The globals from the expected counts (EM: MAP values; VB: posterior parameters),
+        with the logs the local step uses."""
+        honest, spam, n = stats["honest"], stats["spam"], stats["n"]
+        k = spam.shape[1]
+        classes = stats["classes"] + self.prior_prevalence
+        if not self.learn_prevalence:
+            log_prevalence = np.full(k, -np.log(k))
+        elif self.variational:
+            log_prevalence = dirichlet_expected_log(classes)
+        else:
+            log_prevalence = safe_log(classes / classes.sum())
+        if self.variational:
+            a0, b0 = np.asarray(self.trust_prior, dtype=np.float64)
+            trust = np.stack([a0 + honest, b0 + np.maximum(n - honest, 0.0)], axis=1)
+            strategy = self.strategy_prior + spam
+            expected = dirichlet_expected_log(trust)
+            return {
+                "trust": trust,
+                "strategy": strategy,
+                "prevalence": classes,
+                "logs": (
+                    expected[:, 0],
+                    expected[:, 1],
+                    dirichlet_expected_log(strategy),
+                    log_prevalence,
+                ),
+            }
+        a = self.smoothing
+        with np.errstate(invalid="ignore", divide="ignore"):
+            theta = np.where(n + 2 * a > 0, (honest + a) / (n + 2 * a), 0.5)
+            totals = (spam + a).sum(axis=1, keepdims=True)
+            strategy = np.where(totals > 0, (spam + a) / totals, 1.0 / spam.shape[1])
+        return {
+            "trust": theta,
+            "strategy": strategy,
+            "prevalence": classes,
+            "logs": (safe_log(theta), safe_log(1.0 - theta), safe_log(strategy), log_prevalence),
+        }
+
+    def _penalty(self, globals_: dict) -> float:
+        """EM: the log-prior of the MAP globals; VB: minus the KL terms of q(θ), q(ξ)."""
+        if self.variational:
+            a0, b0 = self.trust_prior
+            k = globals_["strategy"].shape[1]
+            kl = dirichlet_kl(globals_["trust"], np.array([a0, b0], dtype=np.float64)).sum()
+            kl += dirichlet_kl(globals_["strategy"], np.full(k, self.strategy_prior)).sum()
+            if self.learn_prevalence:
+                kl += dirichlet_kl(globals_["prevalence"], np.full(k, self.prior_prevalence))
+            return -float(kl)
+        log_trust, log_spam, log_strategy, log_prevalence = globals_["logs"]
+        terms = np.concatenate([log_trust, log_spam, log_strategy.ravel()])
+        value = self.smoothing * float(terms[np.isfinite(terms)].sum())
+        if self.learn_prevalence:
+            value += self.prior_prevalence * float(
+                log_prevalence[np.isfinite(log_prevalence)].sum()
+            )
+        return value
+
+    def _fit(self, labels: Labels) -> None:
+        # the start: vote shares, read with a trust of 1/2 and uniform strategies
+        resp = vote_share_start(labels)
+        p_true = resp[labels.label_codes, labels.task_codes]
+        honest = p_true * 0.5 / (0.5 + 0.5 / labels.n_classes)
+        state = {"globals": self._update(mace_counts(labels, resp, honest))}
+
+        def step(iteration: int) -> float:
+            globals_ = state["globals"]
+            resp, log_evidence, stats = mace_local_step(labels, *globals_["logs"])
+            state["resp"] = resp
+            state["globals"] = self._update(stats)
+            return log_evidence + self._penalty(globals_)
+
+        fit = run_iterations(
+            step,
+            max_iter=self.max_iter,
+            tol=self.tol,
+            progress=self.progress,
+            desc="MACE VB" if self.variational else "MACE EM",
+            warn_name="MACE",
+        )
+        self.n_iter_, self.converged_ = fit.n_iter, fit.converged
+        self.objective_history_ = np.array(fit.history)
+        globals_ = state["globals"]
+        resp, _, _ = mace_local_step(labels, *globals_["logs"])
+        self._set_mace_results(labels, resp, globals_)
+
+    def _set_mace_results(self, labels: Labels, resp: np.ndarray, globals_: dict) -> None:
+        workers = pd.Index(labels.workers, name="worker")
+        if self.variational:
+            trust = globals_["trust"]
+            theta = trust[:, 0] / trust.sum(axis=1)
+            strategy = globals_["strategy"] / globals_["strategy"].sum(axis=1, keepdims=True)
+            total = trust.sum(axis=1)
+            var = theta * (1 - theta) / (total + 1)
+            low, high = beta_interval(1 - theta, var, self.credible_level)
+            self.spamming_ = pd.DataFrame(
+                {"mean": 1 - theta, "sd": np.sqrt(var), "lower": low, "upper": high}, index=workers
+            )
+            self.credible_level_ = self.credible_level
+        else:
+            theta, strategy = globals_["trust"], globals_["strategy"]
+            self.spamming_ = pd.DataFrame({"mean": 1 - theta}, index=workers)
+        self.strategy_ = pd.DataFrame(
+            strategy, index=workers, columns=pd.Index(labels.classes, name="class")
+        )
+        eye = np.eye(labels.n_classes)
+        confusion = theta[:, None, None] * eye + (1 - theta)[:, None, None] * strategy[:, None, :]
+        self._set_task_results(labels, resp)
+        self.skills_ = pd.Series(theta, index=workers, name="skill")
+        self._set_confusion(labels, confusion)
+        prevalence = globals_["prevalence"] if self.learn_prevalence else resp.sum(axis=1)
+        self._set_prevalence(labels, prevalence / prevalence.sum())
