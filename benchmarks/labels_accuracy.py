@@ -85,7 +85,11 @@ MODELS = {
     "ck_zbs": ("ck ZBS", "crowd-kit", "ZeroBasedSkill()"),
     "cb_gmv": ("cb GoldMV", "crowdbayes", "GoldMajorityVote(random_state=0)"),
     "ck_gmv": ("ck GoldMV", "crowd-kit", "GoldMajorityVote()"),
-    "ck_mv_half": ("ck MV½", "crowd-kit", "MajorityVote() scored on the held-out gold half"),
+    "ck_mv_half": (
+        "ck MV½",
+        "crowd-kit",
+        "MajorityVote() scored on the held-out gold half",
+    ),
 }
 #: the issue-18 models and what each is compared with: (ours, crowd-kit's same method, the
 #: fallback when crowd-kit's crashes)
@@ -229,10 +233,45 @@ def _fmt(value: float, digits: int) -> str:
     return "—" if value is None or not np.isfinite(value) else f"{value:.{digits}f}"
 
 
+MARKS = "¹²³⁴⁵⁶⁷⁸⁹"
+
+
 def _cell(result: dict, metric: str, digits: int) -> str:
+    mark = MARKS[result["reused"]] if "reused" in result else ""
     if result["status"] == "ok":
-        return _fmt(result[metric], digits)
-    return result["status"]
+        return _fmt(result[metric], digits) + mark
+    return result["status"] + mark
+
+
+def _reused(frames: list[pd.DataFrame], name: str, key: str) -> dict | None:
+    """The result of (set ``name``, model ``key``) in earlier runs' CSVs: from the first file
+    where it is "ok"; else as the first file has it (a timeout stays a timeout); None if no
+    file has it. ``reused`` is the file's position."""
+    found = []
+    for position, frame in enumerate(frames):
+        rows = frame[(frame["dataset"] == name) & (frame["model"] == key)]
+        if len(rows):
+            found.append((position, rows.iloc[0]))
+    if not found:
+        return None
+    position, row = next(((p, r) for p, r in found if r["status"] == "ok"), found[0])
+    result = {"status": row["status"], "reused": position}
+    if row["status"] != "ok":
+        detail = row.get("detail")
+        result.update(accuracy=None, log_loss=None, seconds=None)
+        result["detail"] = detail if isinstance(detail, str) else "(no detail in the file)"
+        return result
+    n_iter = row.get("n_iter")
+    result.update(
+        accuracy=float(row["accuracy"]),
+        log_loss=float(row["log_loss"]),
+        seconds=float(row["seconds"]),
+        n_iter=None if n_iter is None or pd.isna(n_iter) else int(n_iter),
+        n_gold=int(row["n_gold"]),
+        row_sum_error=0.0,
+        notes=[],
+    )
+    return result
 
 
 def _results_table(results: dict, datasets: list[str], models: list[str]) -> list[str]:
@@ -275,7 +314,8 @@ def _time_table(results: dict, datasets: list[str], models: list[str]) -> list[s
             r = results[name][key]
             if r["status"] == "ok":
                 iters = "" if r["n_iter"] is None else f" ({r['n_iter']})"
-                row.append(f"{r['seconds']:.2f}{iters}")
+                mark = MARKS[r["reused"]] if "reused" in r else ""
+                row.append(f"{r['seconds']:.2f}{iters}{mark}")
             else:
                 row.append(r["status"])
         lines.append("| " + " | ".join(row) + " |")
@@ -370,7 +410,10 @@ def _pair_acceptance(results: dict, datasets: list[str], models: list[str]) -> l
         ref, why = theirs, ""
         ok = [n for n in datasets if theirs in models and results[n][theirs]["status"] == "ok"]
         if not ok and fallback in models:
-            ref, why = fallback, f" (crowd-kit's {MODELS[theirs][2]} did not run: see notes)"
+            ref, why = (
+                fallback,
+                f" (crowd-kit's {MODELS[theirs][2]} did not run: see notes)",
+            )
             ok = [n for n in datasets if results[n][fallback]["status"] == "ok"]
         common = [n for n in ok if results[n][ours]["status"] == "ok"]
         if not common:
@@ -418,7 +461,25 @@ def main(argv: list[str] | None = None) -> int:
         help="default: all; 'new': the issue-18 models and their crowd-kit counterparts",
     )
     parser.add_argument("--output", type=Path, default=RESULTS / "labels_accuracy.md")
+    parser.add_argument(
+        "--reuse",
+        nargs="*",
+        type=Path,
+        default=[],
+        help="CSVs of earlier runs of this script: a (set, model) that one of them has is taken "
+        "from it (the first file where it is 'ok', else as the first file has it) instead of "
+        "being run; such cells are marked in the report",
+    )
+    parser.add_argument(
+        "--reuse-only",
+        nargs="*",
+        choices=list(MODELS),
+        help="with --reuse: take only these models from the files (default: any)",
+    )
     args = parser.parse_args(argv)
+    reuse_frames = [pd.read_csv(path) for path in args.reuse]
+    if args.reuse_only:
+        reuse_frames = [f[f["model"].isin(args.reuse_only)] for f in reuse_frames]
     exit_on_sigterm()
 
     root = resolve_data_root()
@@ -439,8 +500,18 @@ def main(argv: list[str] | None = None) -> int:
     for name in datasets:
         results[name] = {}
         for key in models:
+            reused = _reused(reuse_frames, name, key)
+            if reused is not None:
+                results[name][key] = reused
+                print(f"{name:>15} {MODELS[key][0]:>8}: reused from {args.reuse[reused['reused']]}")
+                continue
             status, payload = run_isolated(_child, (key, name), timeout=args.timeout)
-            result = {"status": status, "accuracy": None, "log_loss": None, "seconds": None}
+            result = {
+                "status": status,
+                "accuracy": None,
+                "log_loss": None,
+                "seconds": None,
+            }
             if status == "ok":
                 result.update(payload)
             else:
@@ -470,6 +541,9 @@ def main(argv: list[str] | None = None) -> int:
                     "seconds": r["seconds"],
                     "n_iter": r.get("n_iter"),
                     "n_gold": r.get("n_gold"),
+                    "detail": r.get("detail"),
+                    "src": r.get("src"),
+                    "reused_from": None if "reused" not in r else str(args.reuse[r["reused"]]),
                 }
             )
     csv_path = args.output.with_suffix(".csv")
@@ -530,6 +604,17 @@ def main(argv: list[str] | None = None) -> int:
         + "."
         + (f" Skipped (no gold): {', '.join(skipped)}." if skipped else ""),
         "",
+        *(
+            [
+                "Reused results (not rerun in this invocation; `--reuse`), marked in the tables: "
+                + "; ".join(f"{MARKS[i]} from `{path}`" for i, path in enumerate(args.reuse))
+                + ". The source fingerprints above are those of the fits run in this invocation "
+                "(a reused row carries its own in its file's `src` column, where it has one).",
+                "",
+            ]
+            if args.reuse
+            else []
+        ),
         "## Accuracy and log-loss on the gold tasks",
         "",
         *_results_table(results, datasets, models),

@@ -21,7 +21,7 @@ BayesianDawidSkene          RTE                                      0.9288     
 CommunityDawidSkene         RTE                                      0.9263      0.92
 HierarchicalAnnotation      RTE                                      0.9275      0.92
 GLAD                        RTE                                      0.9250      0.92
-MACE                        RTE                                      0.9275      0.92
+MACE                        RTE                                      0.9287      0.92
 MMSR                        RTE                                      0.9288      0.92
 Wawa                        RTE                                      0.9213      0.91
 ZeroBasedSkill              RTE                                      0.9225      0.91
