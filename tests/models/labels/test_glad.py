@@ -126,6 +126,7 @@ def test_gold_tasks_are_clamped(sim):
     )
 
 
+@pytest.mark.slow  # crowd-kit's pandas loops: 10-25 s
 @pytest.mark.filterwarnings("ignore")
 def test_agrees_with_crowdkit_glad():
     crowdkit = pytest.importorskip("crowdkit.aggregation")

@@ -92,6 +92,7 @@ def test_detects_the_planted_spammers(sim, variational):
     )
 
 
+@pytest.mark.slow  # crowd-kit's pandas loops: 10-25 s
 @pytest.mark.filterwarnings("ignore")
 def test_agrees_with_crowdkit_mace(sim):
     crowdkit = pytest.importorskip("crowdkit.aggregation")

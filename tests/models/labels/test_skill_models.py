@@ -75,6 +75,7 @@ def test_zero_based_skill_first_step_is_wawa_and_it_converges(sim):
     assert accuracy(truth, model.labels_) > 0.9
 
 
+@pytest.mark.slow  # importing crowd-kit and scikit-learn first: ~8 s
 @pytest.mark.filterwarnings("ignore")
 def test_crowdkit_wawa_and_zbs_still_crash_here():
     """Why the benchmark compares Wawa and ZBS with crowd-kit's majority vote: if crowd-kit
