@@ -286,9 +286,18 @@ def _prefs_predict(args: argparse.Namespace) -> None:
         p = model.predict_proba(left, right).to_numpy().copy()
         if has_workers:
             given = pairs[args.worker_column].notna().to_numpy()
-            if given.any():
-                workers = _worker_ids(pairs[args.worker_column][given], model)
-                p[given] = model.predict_proba(left[given], right[given], worker=workers)
+            workers = _worker_ids(pairs[args.worker_column], model)
+            seen = given & (model.worker_ids_.get_indexer(pd.Index(workers)) >= 0)
+            if (given & ~seen).any():
+                warnings.warn(
+                    f"pairs: {int((given & ~seen).sum())} row(s) name worker(s) not seen in fit "
+                    f"({show_values(pd.Index(workers[given & ~seen]).unique())}); predicting "
+                    "for a new member of the crowd for them",
+                    DataWarning,
+                    stacklevel=2,
+                )
+            if seen.any():
+                p[seen] = model.predict_proba(left[seen], right[seen], worker=workers[seen])
     elif isinstance(model, CrowdGPPL):
         p = model.predict_proba(left, right, items).to_numpy().copy()
         if has_workers:
