@@ -13,7 +13,7 @@ from ...base import Estimator
 from ...data import Labels, as_labels
 from ...data.io import TableLike
 
-__all__ = ["LabelModel", "clamp_gold", "vote_share_start"]
+__all__ = ["LabelModel", "clamp_gold", "feedback_tasks", "vote_share_start"]
 
 
 def clamp_gold(log_weights: np.ndarray, gold_codes: np.ndarray) -> np.ndarray:
@@ -28,6 +28,13 @@ def clamp_gold(log_weights: np.ndarray, gold_codes: np.ndarray) -> np.ndarray:
     clamped[:, tasks] = -np.inf
     clamped[gold_codes[tasks], tasks] = keep
     return clamped
+
+
+def feedback_tasks(labels) -> np.ndarray:
+    """The tasks whose posterior may feed back into the worker and prevalence estimates: every
+    task but those that only one worker labelled and that have no gold (Plummer's "cut",
+    Plummer 2015, Statistics and Computing 25: such a label can only agree with itself)."""
+    return (labels.workers_per_task >= 2) | (labels.gold_codes >= 0)
 
 
 def vote_share_start(labels: Labels) -> np.ndarray:
