@@ -38,6 +38,21 @@ def labels_rte(cls) -> dict:
     return {"accuracy": accuracy(data.gold, model.labels_)}
 
 
+def labels_s_adult(cls) -> dict:
+    """Ordinal models: accuracy and mean absolute error on S_Adult's 333 gold tasks (four
+    ordered grades 0-3; Ipeirotis et al. 2010), the gold never given to the model."""
+    from crowdbayes import Labels
+    from crowdbayes.datasets import load_labels
+    from crowdbayes.metrics import accuracy, mean_absolute_error
+
+    data = load_labels("s_adult")
+    model = default(cls).fit(Labels(data.labels, ordered=True))
+    return {
+        "accuracy": accuracy(data.gold, model.labels_),
+        "mae": mean_absolute_error(data.gold, model.labels_),
+    }
+
+
 # ------------------------------------------------------------------------------- rankings
 @cache
 def car_split():
@@ -203,6 +218,7 @@ PROBLEM_OF = {
     "BayesianDawidSkene": labels_rte,
     "CommunityDawidSkene": labels_rte,
     "HierarchicalAnnotation": labels_rte,
+    "OrdinalDawidSkene": labels_s_adult,
     "PlackettLuceVI": rank_car_choice,
     "PlackettLuceMAP": rank_car_choice,
     "PlackettLuceMM": rank_simulated_pairs,

@@ -20,6 +20,7 @@ DawidSkene                  RTE                                      0.9275     
 BayesianDawidSkene          RTE                                      0.9288      0.92
 CommunityDawidSkene         RTE                                      0.9263      0.92
 HierarchicalAnnotation      RTE                                      0.9275      0.92
+OrdinalDawidSkene           S_Adult (4 ordered grades), accuracy     0.7447      0.74
 PlackettLuceVI              car choice, held-out choice accuracy     0.356       0.33
 PlackettLuceMAP             car choice (uniform guess: 0.167)        0.354       0.33
 PlackettLuceMM              simulated pairs, Spearman with truth     0.955       0.93
@@ -62,6 +63,7 @@ EXPECTED = {
     "BayesianDawidSkene",
     "CommunityDawidSkene",
     "HierarchicalAnnotation",
+    "OrdinalDawidSkene",
     "PlackettLuceVI",
     "PlackettLuceMAP",
     "PlackettLuceMM",
@@ -102,6 +104,20 @@ def tiny_labels() -> tuple:
             label = truth[t] if right else 1 - truth[t]
             rows.append((f"task{t}", f"w{w}", ["neg", "pos"][label]))
     return (pd.DataFrame(rows, columns=["task", "worker", "label"]),)
+
+
+def tiny_grades() -> tuple:
+    """Four ordered grades, workers off by at most one grade now and then."""
+    rng = np.random.default_rng(5)
+    truth = rng.integers(4, size=30)
+    rows = []
+    for t in range(30):
+        for w in rng.choice(6, size=4, replace=False):
+            label = int(np.clip(truth[t] + rng.choice([-1, 0, 0, 0, 1]), 0, 3))
+            rows.append((f"task{t}", f"w{w}", label))
+    from crowdbayes import Labels
+
+    return (Labels(pd.DataFrame(rows, columns=["task", "worker", "label"]), ordered=True),)
 
 
 def tiny_feature_rankings() -> tuple:
@@ -152,7 +168,7 @@ def tiny_features_and_links() -> tuple:
 def inputs(cls) -> tuple:
     family = cls.family
     if family == "labels":
-        return tiny_labels()
+        return tiny_grades() if getattr(cls, "ordinal", False) else tiny_labels()
     if family == "plackett_luce":
         return (
             tiny_pairs()
@@ -269,6 +285,7 @@ def test_every_public_model_is_listed_once_and_derives_from_the_base():
             "BayesianDawidSkene",
             "CommunityDawidSkene",
             "HierarchicalAnnotation",
+            "OrdinalDawidSkene",
         ]
     )
     with pytest.raises(ValueError, match="family must be one of"):
@@ -382,6 +399,7 @@ FLOORS = {
     "BayesianDawidSkene": ("accuracy", 0.92),
     "CommunityDawidSkene": ("accuracy", 0.92),
     "HierarchicalAnnotation": ("accuracy", 0.92),
+    "OrdinalDawidSkene": ("accuracy", 0.74),
     "PlackettLuceVI": ("accuracy", 0.33),
     "PlackettLuceMAP": ("accuracy", 0.33),
     "PlackettLuceMM": ("spearman", 0.93),

@@ -260,3 +260,44 @@ def test_next_refuses_bad_requests(options, message, small_labels, tmp_path, cap
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and message in err[0]
     assert not out.exists()
+
+
+def _grades_file(tmp_path):
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    names = np.array(["low", "mid", "high"])
+    rows = []
+    for t in range(40):
+        truth = rng.integers(3)
+        for w in range(4):
+            grade = int(np.clip(truth + rng.choice([-1, 0, 0, 0, 1]), 0, 2))
+            rows.append((f"t{t}", f"w{w}", names[grade]))
+    path = tmp_path / "grades.csv"
+    pd.DataFrame(rows, columns=["task", "worker", "label"]).to_csv(path, index=False)
+    return path
+
+
+def test_ordered_grades_fit_with_the_ordinal_model(tmp_path, capsys):
+    path, out = _grades_file(tmp_path), tmp_path / "tasks.csv"
+    args = ["labels", "fit", str(path), "--model", "ordinal-ds", "--classes", "low,mid,high"]
+    assert main([*args, "--ordered", "--out", str(out)]) == 0
+    assert "OrdinalDawidSkene" in capsys.readouterr().out
+    table = pd.read_csv(out)
+    assert list(table.columns[:3]) == ["task", "label", "median"]
+    assert set(table["median"]) <= {"low", "mid", "high"}
+
+
+def test_ordered_and_nominal_mismatch_is_refused_in_flags(tmp_path, capsys):
+    path = _grades_file(tmp_path)
+    base = ["labels", "fit", str(path), "--classes", "low,mid,high"]
+    assert main([*base, "--model", "ordinal-ds"]) == 2
+    err = capsys.readouterr().err
+    assert "unordered classes ['low', 'mid', 'high']: declare the labels with --ordered" in err
+    assert main([*base, "--model", "ds", "--ordered"]) == 2
+    err = capsys.readouterr().err
+    assert "(OrdinalDawidSkene), or declare the labels with no --ordered" in err
+    assert main(["labels", "fit", str(path), "--model", "ordinal-ds", "--ordered"]) == 2
+    err = capsys.readouterr().err
+    assert "--ordered with labels that are not numbers (['high', 'low', 'mid'])" in err
+    assert "pass --classes ..." in err

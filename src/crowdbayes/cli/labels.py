@@ -44,6 +44,12 @@ LABELS = ModelTable(
             ("--max-iter", "--tol"),
         ),
         ModelSpec(
+            "ordinal-ds",
+            f"{_MODELS}:OrdinalDawidSkene",
+            "ordinal Dawid-Skene for ordered grades (needs --ordered), EM",
+            ("--max-iter", "--tol"),
+        ),
+        ModelSpec(
             "hierarchical",
             f"{_MODELS}:HierarchicalAnnotation",
             "hierarchical annotation model, Gibbs",
@@ -184,6 +190,12 @@ def add_input_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--worker-column", default="worker")
     parser.add_argument("--label-column", default="label")
     parser.add_argument("--duplicates", choices=["keep", "drop", "error"], default="keep")
+    parser.add_argument(
+        "--ordered",
+        action="store_true",
+        help="the classes are ordered grades (--classes lowest first, or numbers): for "
+        "--model ordinal-ds",
+    )
 
 
 def _parse_classes(text: str | None) -> list | None:
@@ -202,7 +214,12 @@ def _make_model(args: argparse.Namespace, progress: bool):
 
 def _load_inputs(args: argparse.Namespace) -> tuple[Labels, pd.Series | None, str]:
     columns = {"task": args.task_column, "worker": args.worker_column, "label": args.label_column}
-    options = dict(columns, classes=_parse_classes(args.classes), duplicates=args.duplicates)
+    options = dict(
+        columns,
+        classes=_parse_classes(args.classes),
+        duplicates=args.duplicates,
+        ordered=bool(getattr(args, "ordered", False)),
+    )
     eval_gold = None
     if args.dataset is not None:
         from ..datasets import load_labels
@@ -281,21 +298,30 @@ def _summary(model, labels: Labels, eval_gold: pd.Series | None, name: str, seco
 
 
 def _score_line(model, gold: pd.Series) -> str:
-    from ..metrics import accuracy, log_loss
+    from ..metrics import accuracy, log_loss, mean_absolute_error
 
     known = gold.index.isin(model.labels_.index)
     missing = int((~known).sum())
     gold = gold[known]
     note = f" ({missing} gold tasks without labels not scored)" if missing else ""
+    mae = ""
+    if getattr(model, "ordinal", False):
+        classes = list(model.classes_)
+        mae = (
+            f", mean absolute error {mean_absolute_error(gold, model.labels_, classes):.4f} "
+            f"(median grade: {mean_absolute_error(gold, model.medians_, classes):.4f})"
+        )
     return (
         f"against gold on {len(gold)} tasks: accuracy {accuracy(gold, model.labels_):.4f}, "
-        f"log-loss {log_loss(gold, model.probas_):.4f}{note}"
+        f"log-loss {log_loss(gold, model.probas_):.4f}{mae}{note}"
     )
 
 
 def _task_table(model) -> pd.DataFrame:
     table = model.probas_.add_prefix("p_")
     table.insert(0, "label", model.labels_)
+    if hasattr(model, "medians_"):
+        table.insert(1, "median", model.medians_)
     return table
 
 

@@ -6,6 +6,7 @@ from .community import CommunityDawidSkene
 from .dawid_skene import DawidSkene
 from .hierarchical import HierarchicalAnnotation
 from .majority_vote import MajorityVote
+from .ordinal import OrdinalDawidSkene
 from .statistics import LabelIds, StatsLabelModel
 
 __all__ = [
@@ -14,6 +15,7 @@ __all__ = [
     "BayesianDawidSkene",
     "CommunityDawidSkene",
     "HierarchicalAnnotation",
+    "OrdinalDawidSkene",
     "LabelModel",
     "StatsLabelModel",
     "LabelIds",
