@@ -21,6 +21,7 @@ BayesianDawidSkene          RTE                                      0.9288     
 CommunityDawidSkene         RTE                                      0.9263      0.92
 HierarchicalAnnotation      RTE                                      0.9275      0.92
 OrdinalDawidSkene           S_Adult (4 ordered grades), accuracy     0.7447      0.74
+ContinuousAggregation       simulated values, corr. with the truth   0.9905      0.98
 PlackettLuceVI              car choice, held-out choice accuracy     0.356       0.33
 PlackettLuceMAP             car choice (uniform guess: 0.167)        0.354       0.33
 PlackettLuceMM              simulated pairs, Spearman with truth     0.955       0.93
@@ -64,6 +65,7 @@ EXPECTED = {
     "CommunityDawidSkene",
     "HierarchicalAnnotation",
     "OrdinalDawidSkene",
+    "ContinuousAggregation",
     "PlackettLuceVI",
     "PlackettLuceMAP",
     "PlackettLuceMM",
@@ -120,6 +122,19 @@ def tiny_grades() -> tuple:
     return (Labels(pd.DataFrame(rows, columns=["task", "worker", "label"]), ordered=True),)
 
 
+def tiny_values() -> tuple:
+    """Numbers: a true value per task, workers with a bias and a noise level."""
+    rng = np.random.default_rng(6)
+    truth = rng.normal(10, 3, size=30)
+    bias, noise = rng.normal(0, 1, 6), rng.uniform(0.5, 2, 6)
+    rows = [
+        (f"task{t}", f"w{w}", truth[t] + bias[w] + noise[w] * rng.normal())
+        for t in range(30)
+        for w in rng.choice(6, size=4, replace=False)
+    ]
+    return (pd.DataFrame(rows, columns=["task", "worker", "value"]),)
+
+
 def tiny_feature_rankings() -> tuple:
     table, features, _ = simulate_tables(1, n_items=12, n_queries=40, n_features=3)
     table["item"] = "item" + table["item"].astype(str)
@@ -168,6 +183,8 @@ def tiny_features_and_links() -> tuple:
 def inputs(cls) -> tuple:
     family = cls.family
     if family == "labels":
+        if cls.__name__ == "ContinuousAggregation":
+            return tiny_values()
         return tiny_grades() if getattr(cls, "ordinal", False) else tiny_labels()
     if family == "plackett_luce":
         return (
@@ -185,6 +202,8 @@ def inputs(cls) -> tuple:
 def predictions(model, data: tuple) -> dict:
     """What a user asks of a fitted model of each family."""
     family = type(model).family
+    if type(model).__name__ == "ContinuousAggregation":
+        return {"values": model.predict(), "interval": model.predict_interval()}
     if family == "labels":
         return {"proba": model.predict_proba(), "labels": model.predict()}
     if family == "plackett_luce":
@@ -286,6 +305,7 @@ def test_every_public_model_is_listed_once_and_derives_from_the_base():
             "CommunityDawidSkene",
             "HierarchicalAnnotation",
             "OrdinalDawidSkene",
+            "ContinuousAggregation",
         ]
     )
     with pytest.raises(ValueError, match="family must be one of"):
@@ -400,6 +420,7 @@ FLOORS = {
     "CommunityDawidSkene": ("accuracy", 0.92),
     "HierarchicalAnnotation": ("accuracy", 0.92),
     "OrdinalDawidSkene": ("accuracy", 0.74),
+    "ContinuousAggregation": ("correlation", 0.98),
     "PlackettLuceVI": ("accuracy", 0.33),
     "PlackettLuceMAP": ("accuracy", 0.33),
     "PlackettLuceMM": ("spearman", 0.93),

@@ -81,6 +81,8 @@ _INPUTS = {
     "labels": ("input",),
     "gold": ("gold",),
     "eval-gold": ("eval_gold",),
+    "eval-truth": ("eval_truth",),
+    "values": ("input",),
     "rankings": ("rankings",),
     "pairs": ("pairs", "rankings"),
     "comparisons": ("comparisons",),

@@ -54,6 +54,7 @@ def _duplicate_policy(
     tasks: pd.Index,
     workers: pd.Index,
     policy: str,
+    what: str = "labels",
 ) -> np.ndarray | None:
     """Apply the duplicates policy to rows repeating a task–worker pair.
 
@@ -69,19 +70,19 @@ def _duplicate_policy(
     where = f"(first: task {tasks[task_codes[first]]!r}, worker {workers[worker_codes[first]]!r})"
     if policy == "error":
         raise ValueError(
-            f"labels: {n_repeated} row(s) repeat a task–worker pair {where}; "
+            f"{what}: {n_repeated} row(s) repeat a task–worker pair {where}; "
             "pass duplicates='keep' or duplicates='drop'"
         )
     if policy == "drop":
         warnings.warn(
-            f"labels: dropped {n_repeated} row(s) that repeat a task–worker pair {where}; "
+            f"{what}: dropped {n_repeated} row(s) that repeat a task–worker pair {where}; "
             "the first row of each pair is kept",
             DataWarning,
             stacklevel=4,
         )
         return ~repeated
     warnings.warn(
-        f"labels: {n_repeated} row(s) repeat a task–worker pair {where}; each is counted "
+        f"{what}: {n_repeated} row(s) repeat a task–worker pair {where}; each is counted "
         "as a separate vote (pass duplicates='drop' to keep only the first)",
         DataWarning,
         stacklevel=4,

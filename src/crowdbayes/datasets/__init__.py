@@ -28,6 +28,7 @@ from .prefs import (
     text_statistics,
 )
 from .synthetic import SyntheticLabels, simulate_labels
+from .synthetic_values import SyntheticValues, simulate_values
 
 __all__ = [
     "REAL_ALPHA_PRIOR",
@@ -49,6 +50,8 @@ __all__ = [
     "CarChoiceDataset",
     "LabelDataset",
     "SyntheticLabels",
+    "SyntheticValues",
+    "simulate_values",
     "UKPConvArgDataset",
     "cache_dir",
     "data_root",

@@ -3,6 +3,7 @@
 from ._base import LabelModel
 from .bayesian_dawid_skene import BayesianDawidSkene
 from .community import CommunityDawidSkene
+from .continuous import ContinuousAggregation
 from .dawid_skene import DawidSkene
 from .hierarchical import HierarchicalAnnotation
 from .majority_vote import MajorityVote
@@ -16,6 +17,7 @@ __all__ = [
     "CommunityDawidSkene",
     "HierarchicalAnnotation",
     "OrdinalDawidSkene",
+    "ContinuousAggregation",
     "LabelModel",
     "StatsLabelModel",
     "LabelIds",

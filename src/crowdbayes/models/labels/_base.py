@@ -77,7 +77,7 @@ class LabelModel(Estimator):
                 f"{name} fits class labels (Labels, a DataFrame or a path); got "
                 f"{type(labels).__name__}"
                 + (
-                    " (continuous values: use ContinuousLabels)"
+                    " (continuous values: use ContinuousAggregation)"
                     if type(labels).__name__ == "Values"
                     else ""
                 )
