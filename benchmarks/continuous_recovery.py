@@ -25,7 +25,7 @@ import warnings
 
 import numpy as np
 
-from _common import RESULTS, command_line, machine_lines
+from _common import RESULTS, write_markdown_report
 
 
 def rmse(estimate, truth) -> float:
@@ -91,11 +91,6 @@ def main() -> None:
         return f"{column.mean():.3f} (min {column.min():.3f}, max {column.max():.3f})"
 
     lines = [
-        "# Continuous answers: recovery and robustness (ContinuousAggregation)",
-        "",
-        f"command: `{command_line()}`",
-        *machine_lines(),
-        "",
         f"{args.seeds} seeds; 400 tasks, 40 workers, 6 answers per task (see the script's "
         "docstring). Mean over seeds (min, max).",
         "",
@@ -126,9 +121,9 @@ def main() -> None:
         f"| typos, Student-t | {stats(outliers[:, 2])} |",
         "",
     ]
-    with open(args.output, "w", encoding="utf-8") as handle:
-        handle.write("\n".join(lines))
-    print(f"wrote {args.output}")
+    write_markdown_report(
+        args.output, "Continuous answers: recovery and robustness (ContinuousAggregation)", lines
+    )
 
 
 if __name__ == "__main__":

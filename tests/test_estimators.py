@@ -22,6 +22,7 @@ CommunityDawidSkene         RTE                                      0.9263     
 HierarchicalAnnotation      RTE                                      0.9275      0.92
 OrdinalDawidSkene           S_Adult (4 ordered grades), accuracy     0.7447      0.74
 ContinuousAggregation       simulated values, corr. with the truth   0.9905      0.98
+CrowdClassifier             simulated features, unlabelled accuracy  0.913       0.90
 PlackettLuceVI              car choice, held-out choice accuracy     0.356       0.33
 PlackettLuceMAP             car choice (uniform guess: 0.167)        0.354       0.33
 PlackettLuceMM              simulated pairs, Spearman with truth     0.955       0.93
@@ -66,6 +67,7 @@ EXPECTED = {
     "HierarchicalAnnotation",
     "OrdinalDawidSkene",
     "ContinuousAggregation",
+    "CrowdClassifier",
     "PlackettLuceVI",
     "PlackettLuceMAP",
     "PlackettLuceMM",
@@ -83,6 +85,7 @@ EXPECTED = {
 
 #: settings that keep the contract checks fast (the quality floors use the defaults)
 FAST = {
+    "CrowdClassifier": {"max_iter": 10, "n_folds": 2},
     "HierarchicalAnnotation": {"n_chains": 2, "n_warmup": 10, "n_samples": 10},
     "PlackettLuceGibbs": {"n_samples": 20, "n_warmup": 5},
     "PlackettLuceVI": {"max_iter": 50},
@@ -106,6 +109,22 @@ def tiny_labels() -> tuple:
             label = truth[t] if right else 1 - truth[t]
             rows.append((f"task{t}", f"w{w}", ["neg", "pos"][label]))
     return (pd.DataFrame(rows, columns=["task", "worker", "label"]),)
+
+
+def tiny_labels_and_features() -> tuple:
+    """The tiny labels, each task with two features that separate its class, and five more
+    tasks with features and no label."""
+    (table,) = tiny_labels()
+    rng = np.random.default_rng(7)
+    truth = (
+        table.assign(pos=table["label"] == "pos").groupby("task")["pos"].mean().round().to_numpy()
+    )
+    tasks = [*table["task"].unique(), *[f"new{k}" for k in range(5)]]
+    truth = np.concatenate([truth, rng.integers(2, size=5)])
+    features = pd.DataFrame(
+        truth[:, None] * 2.0 + rng.normal(size=(len(tasks), 2)), index=tasks, columns=["a", "b"]
+    )
+    return table, features
 
 
 def tiny_grades() -> tuple:
@@ -185,6 +204,8 @@ def inputs(cls) -> tuple:
     if family == "labels":
         if cls.__name__ == "ContinuousAggregation":
             return tiny_values()
+        if getattr(cls, "uses_features", False):
+            return tiny_labels_and_features()
         return tiny_grades() if getattr(cls, "ordinal", False) else tiny_labels()
     if family == "plackett_luce":
         return (
@@ -306,6 +327,7 @@ def test_every_public_model_is_listed_once_and_derives_from_the_base():
             "HierarchicalAnnotation",
             "OrdinalDawidSkene",
             "ContinuousAggregation",
+            "CrowdClassifier",
         ]
     )
     with pytest.raises(ValueError, match="family must be one of"):
@@ -421,6 +443,7 @@ FLOORS = {
     "HierarchicalAnnotation": ("accuracy", 0.92),
     "OrdinalDawidSkene": ("accuracy", 0.74),
     "ContinuousAggregation": ("correlation", 0.98),
+    "CrowdClassifier": ("accuracy", 0.90),
     "PlackettLuceVI": ("accuracy", 0.33),
     "PlackettLuceMAP": ("accuracy", 0.33),
     "PlackettLuceMM": ("spearman", 0.93),

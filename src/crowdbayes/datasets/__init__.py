@@ -28,6 +28,7 @@ from .prefs import (
     text_statistics,
 )
 from .synthetic import SyntheticLabels, simulate_labels
+from .synthetic_crowd import simulate_crowd_labels
 from .synthetic_values import SyntheticValues, simulate_values
 
 __all__ = [
@@ -52,6 +53,7 @@ __all__ = [
     "SyntheticLabels",
     "SyntheticValues",
     "simulate_values",
+    "simulate_crowd_labels",
     "UKPConvArgDataset",
     "cache_dir",
     "data_root",

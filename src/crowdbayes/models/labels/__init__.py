@@ -4,6 +4,7 @@ from ._base import LabelModel
 from .bayesian_dawid_skene import BayesianDawidSkene
 from .community import CommunityDawidSkene
 from .continuous import ContinuousAggregation
+from .crowd_classifier import CrowdClassifier
 from .dawid_skene import DawidSkene
 from .hierarchical import HierarchicalAnnotation
 from .majority_vote import MajorityVote
@@ -18,6 +19,7 @@ __all__ = [
     "HierarchicalAnnotation",
     "OrdinalDawidSkene",
     "ContinuousAggregation",
+    "CrowdClassifier",
     "LabelModel",
     "StatsLabelModel",
     "LabelIds",
