@@ -154,3 +154,12 @@ def test_mnist_half_labelled_by_simulated_workers(data_root):
         result = benchmark.run(0, features, truth, SoftmaxRegression)
     assert result["unlabelled: CrowdClassifier"] > result["unlabelled: DS, then classifier"]
     assert result["labelled: consensus"] > result["labelled: Dawid-Skene"]
+
+
+def test_every_task_labelled_and_a_scikit_learn_classifier():
+    from sklearn.linear_model import LogisticRegression
+
+    labels, features, _ = blobs(n=200, seed=6, labelled_share=1.0)
+    model = CrowdClassifier(classifier=LogisticRegression(), max_iter=5, tol=None)
+    model.fit(labels, features)
+    assert len(model.probas_) == 200 and model.consensus_.notna().all()

@@ -199,7 +199,11 @@ class CrowdClassifier(LabelModel):
         self._set_task_results(labels, resp)
         self._set_confusion(labels, state["confusion"])
         self._set_prevalence(labels, resp.mean(axis=1))
-        other_probas = class_probabilities(classifier, X_other, n_classes)
+        other_probas = (
+            class_probabilities(classifier, X_other, n_classes)
+            if len(X_other)
+            else np.empty((0, n_classes))  # every task labelled (scikit-learn refuses 0 rows)
+        )
         all_tasks = labels.tasks.append(pd.Index(others))
         columns = labels.classes
         self.probas_ = pd.DataFrame(
