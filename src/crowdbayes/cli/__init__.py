@@ -3,6 +3,8 @@
     crowdbayes labels fit INPUT [--model mv|ds|bayes-ds|community-ds|hierarchical] [--gold FILE]
                                 [--eval-gold FILE] [--out FILE] [--workers-out FILE] [--seed N]
     crowdbayes labels fit --dataset rte ...
+    crowdbayes labels fit INPUT --ordered [--classes LOW,...,HIGH] --model ordinal-ds
+    crowdbayes labels fit INPUT --model crowd-classifier --features FILE [--out FILE]
     crowdbayes labels fit 'labels/*.parquet' --backend dask [--scheduler ADDRESS | --workers N]
                           --out DIR [--save-model M] [--init-model M [--partial]]
     crowdbayes values fit INPUT [--noise gaussian|student] [--out FILE] [--workers-out FILE]
