@@ -20,6 +20,9 @@ DawidSkene                  RTE                                      0.9275     
 BayesianDawidSkene          RTE                                      0.9288      0.92
 CommunityDawidSkene         RTE                                      0.9263      0.92
 HierarchicalAnnotation      RTE                                      0.9275      0.92
+OrdinalDawidSkene           S_Adult (4 ordered grades), accuracy     0.7447      0.74
+ContinuousAggregation       simulated values, corr. with the truth   0.9905      0.98
+CrowdClassifier             simulated features, unlabelled accuracy  0.913       0.90
 PlackettLuceVI              car choice, held-out choice accuracy     0.356       0.33
 PlackettLuceMAP             car choice (uniform guess: 0.167)        0.354       0.33
 PlackettLuceMM              simulated pairs, Spearman with truth     0.955       0.93
@@ -62,6 +65,9 @@ EXPECTED = {
     "BayesianDawidSkene",
     "CommunityDawidSkene",
     "HierarchicalAnnotation",
+    "OrdinalDawidSkene",
+    "ContinuousAggregation",
+    "CrowdClassifier",
     "PlackettLuceVI",
     "PlackettLuceMAP",
     "PlackettLuceMM",
@@ -79,6 +85,7 @@ EXPECTED = {
 
 #: settings that keep the contract checks fast (the quality floors use the defaults)
 FAST = {
+    "CrowdClassifier": {"max_iter": 10, "n_folds": 2},
     "HierarchicalAnnotation": {"n_chains": 2, "n_warmup": 10, "n_samples": 10},
     "PlackettLuceGibbs": {"n_samples": 20, "n_warmup": 5},
     "PlackettLuceVI": {"max_iter": 50},
@@ -102,6 +109,49 @@ def tiny_labels() -> tuple:
             label = truth[t] if right else 1 - truth[t]
             rows.append((f"task{t}", f"w{w}", ["neg", "pos"][label]))
     return (pd.DataFrame(rows, columns=["task", "worker", "label"]),)
+
+
+def tiny_labels_and_features() -> tuple:
+    """The tiny labels, each task with two features that separate its class, and five more
+    tasks with features and no label."""
+    (table,) = tiny_labels()
+    rng = np.random.default_rng(7)
+    truth = (
+        table.assign(pos=table["label"] == "pos").groupby("task")["pos"].mean().round().to_numpy()
+    )
+    tasks = [*table["task"].unique(), *[f"new{k}" for k in range(5)]]
+    truth = np.concatenate([truth, rng.integers(2, size=5)])
+    features = pd.DataFrame(
+        truth[:, None] * 2.0 + rng.normal(size=(len(tasks), 2)), index=tasks, columns=["a", "b"]
+    )
+    return table, features
+
+
+def tiny_grades() -> tuple:
+    """Four ordered grades, workers off by at most one grade now and then."""
+    rng = np.random.default_rng(5)
+    truth = rng.integers(4, size=30)
+    rows = []
+    for t in range(30):
+        for w in rng.choice(6, size=4, replace=False):
+            label = int(np.clip(truth[t] + rng.choice([-1, 0, 0, 0, 1]), 0, 3))
+            rows.append((f"task{t}", f"w{w}", label))
+    from crowdbayes import Labels
+
+    return (Labels(pd.DataFrame(rows, columns=["task", "worker", "label"]), ordered=True),)
+
+
+def tiny_values() -> tuple:
+    """Numbers: a true value per task, workers with a bias and a noise level."""
+    rng = np.random.default_rng(6)
+    truth = rng.normal(10, 3, size=30)
+    bias, noise = rng.normal(0, 1, 6), rng.uniform(0.5, 2, 6)
+    rows = [
+        (f"task{t}", f"w{w}", truth[t] + bias[w] + noise[w] * rng.normal())
+        for t in range(30)
+        for w in rng.choice(6, size=4, replace=False)
+    ]
+    return (pd.DataFrame(rows, columns=["task", "worker", "value"]),)
 
 
 def tiny_feature_rankings() -> tuple:
@@ -152,7 +202,11 @@ def tiny_features_and_links() -> tuple:
 def inputs(cls) -> tuple:
     family = cls.family
     if family == "labels":
-        return tiny_labels()
+        if cls.__name__ == "ContinuousAggregation":
+            return tiny_values()
+        if getattr(cls, "uses_features", False):
+            return tiny_labels_and_features()
+        return tiny_grades() if getattr(cls, "ordinal", False) else tiny_labels()
     if family == "plackett_luce":
         return (
             tiny_pairs()
@@ -169,6 +223,8 @@ def inputs(cls) -> tuple:
 def predictions(model, data: tuple) -> dict:
     """What a user asks of a fitted model of each family."""
     family = type(model).family
+    if type(model).__name__ == "ContinuousAggregation":
+        return {"values": model.predict(), "interval": model.predict_interval()}
     if family == "labels":
         return {"proba": model.predict_proba(), "labels": model.predict()}
     if family == "plackett_luce":
@@ -269,6 +325,9 @@ def test_every_public_model_is_listed_once_and_derives_from_the_base():
             "BayesianDawidSkene",
             "CommunityDawidSkene",
             "HierarchicalAnnotation",
+            "OrdinalDawidSkene",
+            "ContinuousAggregation",
+            "CrowdClassifier",
         ]
     )
     with pytest.raises(ValueError, match="family must be one of"):
@@ -382,6 +441,9 @@ FLOORS = {
     "BayesianDawidSkene": ("accuracy", 0.92),
     "CommunityDawidSkene": ("accuracy", 0.92),
     "HierarchicalAnnotation": ("accuracy", 0.92),
+    "OrdinalDawidSkene": ("accuracy", 0.74),
+    "ContinuousAggregation": ("correlation", 0.98),
+    "CrowdClassifier": ("accuracy", 0.90),
     "PlackettLuceVI": ("accuracy", 0.33),
     "PlackettLuceMAP": ("accuracy", 0.33),
     "PlackettLuceMM": ("spearman", 0.93),
