@@ -62,6 +62,11 @@ def test_options_and_errors(tmp_path, comparisons, capsys):
     assert run("prefs", "fit", comparisons, "--model", "crowd-bt", "--noise", "random",
                "--max-iter", "50", "--save", saved) == 0  # fmt: skip
     assert load(saved).noise == "random"
-    assert "CrowdBT (crowd-bt) cannot suggest questions" in error(
-        "prefs", "next", comparisons, "--model", "crowd-bt", "--n", "3", "--out", tmp_path / "n.csv"
-    )
+    out = tmp_path / "next.csv"
+    assert run("prefs", "next", comparisons, "--model", "crowd-bt", "--n", "3", "--out", out) == 0
+    questions = pd.read_csv(out)
+    assert list(questions.columns) == ["left", "right", "score"] and len(questions) == 3
+    assert "pools all workers and cannot say whom to ask" in error(
+        "prefs", "next", comparisons, "--model", "bt", "--n", "3", "--available", comparisons,
+        "--out", tmp_path / "other.csv",
+    )  # fmt: skip

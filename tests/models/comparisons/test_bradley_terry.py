@@ -198,6 +198,42 @@ def test_predictions_follow_the_scores():
     assert model.predict_utility([low]).index[0] == low
 
 
+# ------------------------------------------------------------------------------ what to ask next
+def test_suggest_prefers_the_pair_it_knows_least_about():
+    sim = simulate_crowd_comparisons(8, 3, 120, random_state=2)
+    table = sim.comparisons
+    # one new item compared once: every pair with it is far more uncertain
+    extra = pd.DataFrame({"worker": ["w0"], "left": ["new"], "right": ["i0"], "label": ["new"]})
+    model = BradleyTerry().fit(pd.concat([table, extra], ignore_index=True))
+    best = model.suggest(3, random_state=0)
+    assert list(best.columns) == ["left", "right", "score"]
+    assert all("new" in (row.left, row.right) for row in best.itertuples())
+    assert best["score"].is_monotonic_decreasing
+    every = model.suggest(10_000, random_state=0)
+    assert len(every) == 9 * 8 // 2  # each unordered pair once
+    # decided pairs are left out
+    decided = model.suggest(10_000, strategy="uncertainty", confidence=0.6, random_state=0)
+    p = model.predict_proba(decided["left"], decided["right"])
+    assert len(decided) < len(every) and (np.maximum(p, 1 - p) < 0.6 + 1e-9).all()
+    # candidates: duplicates and self-pairs dropped, the given orientation kept
+    candidates = pd.DataFrame({"left": ["i1", "i2", "i1", "i3"], "right": ["i2", "i1", "i1", "i4"]})
+    chosen = model.suggest(5, candidates=candidates, random_state=0)
+    assert sorted(map(tuple, chosen[["left", "right"]].to_numpy())) == [("i1", "i2"), ("i3", "i4")]
+    same = model.suggest(4, strategy="random", random_state=7)
+    assert same.equals(model.suggest(4, strategy="random", random_state=7))
+    assert 0.5 < model.expected_accuracy() < 1.0
+
+
+def test_suggest_refuses_what_it_cannot_do():
+    model = CrowdBT().fit(_tiny_table())
+    with pytest.raises(ValueError, match="CrowdBT pools all workers, so it cannot say whom"):
+        model.suggest(2, available=["u"])
+    with pytest.raises(ValueError, match="candidates: a table with 'left' and 'right' columns"):
+        model.suggest(2, candidates=pd.DataFrame({"item": ["a"]}))
+    with pytest.raises(ValueError, match=r"candidates: 1 item id\(s\) were not in the fitted"):
+        model.suggest(2, candidates=pd.DataFrame({"left": ["a"], "right": ["zz"]}))
+
+
 # ------------------------------------------------------------------------------ bad input
 @pytest.mark.parametrize("cls", [BradleyTerry, CrowdBT])
 def test_a_model_without_ties_refuses_them(cls):

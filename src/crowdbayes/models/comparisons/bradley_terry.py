@@ -60,6 +60,7 @@ from ...base import (
 )
 from ...data.comparisons import Comparisons, as_comparisons
 from ...data.io import TableLike
+from ...gp.questions import PAIR_QUESTION_VALUES, answer_probability, pair_question_values
 from ...inference.driver import run_iterations
 from ._davidson import outcome_log_probs, weighted_terms
 
@@ -72,6 +73,9 @@ TIE_PRIOR_MEAN, TIE_PRIOR_SD = float(np.log(0.5)), 2.0
 NEWTON_STEPS, NEWTON_TOL = 50, 1e-9
 #: columns of the identity solved at once for the posterior variances
 _VARIANCE_BLOCK = 512
+#: the logistic answer σ(d) as a probit Φ(d / √ν) (σ(x) ≈ Φ(x √(π/8))), for the question
+#: values of :mod:`crowdbayes.gp.questions`
+_PROBIT_NOISE_VAR = 8.0 / np.pi
 OUTCOMES = ("left", "right", "tie")
 
 
@@ -213,6 +217,11 @@ class _ScoreProblem:
         return out
 
 
+def _strategy_or(strategy: str, default: str = "information") -> str:
+    """``strategy``, with ``"auto"`` meaning ``default``."""
+    return default if strategy == "auto" else strategy
+
+
 def _observed_weights(design: _Design, faithful: np.ndarray, flip: bool) -> np.ndarray:
     """(3, n_pairs) outcome weights: ``faithful`` on each comparison's observed outcome and,
     for flips, the rest on the opposite one (a tie's opposite is a tie), summed within pairs."""
@@ -291,6 +300,85 @@ class _PairwiseModel(Estimator):
         mu = mean[left_codes] - mean[right_codes]
         v = var[left_codes] + var[right_codes]
         return pd.Series(special.expit(mu / np.sqrt(1 + np.pi * v / 8)), name="p_left")
+
+    # ------------------------------------------------------------------ what to ask next
+    question_strategies = PAIR_QUESTION_VALUES
+    default_question_strategy = "information"
+    #: without ``candidates``: every pair of the fitted items when there are at most this
+    #: many, else this many distinct pairs drawn at random
+    max_candidate_pairs = 50_000
+
+    def _default_pairs(self, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+        n = len(self.item_ids_)
+        if n * (n - 1) // 2 <= self.max_candidate_pairs:
+            left, right = np.triu_indices(n, k=1)
+            return left, right
+        draws = 2 * self.max_candidate_pairs
+        left, right = rng.integers(n, size=draws), rng.integers(n, size=draws)
+        low, high = np.minimum(left, right), np.maximum(left, right)
+        keys = np.unique((low * n + high)[low != high])
+        keys = rng.permutation(keys)[: self.max_candidate_pairs]
+        return keys // n, keys % n
+
+    def _difference_moments(self, left: np.ndarray, right: np.ndarray):
+        mean = self.utility_["mean"].to_numpy()
+        var = self.utility_["sd"].to_numpy() ** 2
+        return mean[left] - mean[right], var[left] + var[right]
+
+    def expected_accuracy(self, left: Sequence | None = None, right: Sequence | None = None):
+        """The accuracy the model expects of its own answers, without gold: the mean of
+        ``max(p, 1 − p)`` over the pairs given, or over the default candidates of
+        :meth:`suggest` (seed 0)."""
+        self.check_is_fitted()
+        if left is None and right is None:
+            li, ri = self._default_pairs(np.random.default_rng(0))
+            left, right = self.item_ids_[li], self.item_ids_[ri]
+        elif left is None or right is None:
+            raise ValueError("expected_accuracy: give both left and right, or neither")
+        p = self.predict_proba(left, right).to_numpy()
+        return float(np.mean(np.maximum(p, 1.0 - p))) if len(p) else float("nan")
+
+    def _suggest(self, n, *, candidates, available, strategy, confidence, rng) -> pd.DataFrame:
+        """Which pairs to have compared next: each candidate valued by
+        :func:`~crowdbayes.gp.questions.pair_question_values` with the score difference's
+        Laplace mean and variance (scores taken independent) and the logistic answer as a
+        probit. Candidates: a ``left, right`` table of fitted items, or every pair of them (a
+        random sample of :attr:`max_candidate_pairs` when there are more). Pairs decided at
+        ``confidence`` are left out; each unordered pair appears once, best first."""
+        name = type(self).__name__
+        if available is not None:
+            raise ValueError(
+                f"{name} pools all workers, so it cannot say whom to ask; `available` applies "
+                "to CrowdGPPL"
+            )
+        if candidates is None:
+            li, ri = self._default_pairs(rng)
+        else:
+            if not isinstance(candidates, pd.DataFrame) or not {"left", "right"} <= set(
+                candidates.columns
+            ):
+                raise ValueError("candidates: a table with 'left' and 'right' columns is needed")
+            li = self._codes(candidates["left"], "candidates")
+            ri = self._codes(candidates["right"], "candidates")
+            low, high = np.minimum(li, ri), np.maximum(li, ri)
+            keep = low != high
+            _, first = np.unique((low * len(self.item_ids_) + high)[keep], return_index=True)
+            rows = np.flatnonzero(keep)[np.sort(first)]
+            li, ri = li[rows], ri[rows]
+        mean, var = self._difference_moments(li, ri)
+        if confidence is not None:
+            p = answer_probability(mean, var, _PROBIT_NOISE_VAR)
+            keep = np.maximum(p, 1.0 - p) < confidence
+            li, ri, mean, var = li[keep], ri[keep], mean[keep], var[keep]
+        score = pair_question_values(mean, var, _PROBIT_NOISE_VAR, _strategy_or(strategy), rng)
+        order = np.lexsort((rng.random(len(score)), -score))[:n]
+        return pd.DataFrame(
+            {
+                "left": self.item_ids_[li[order]],
+                "right": self.item_ids_[ri[order]],
+                "score": score[order],
+            }
+        )
 
     def predict_outcome_proba(self, left: Sequence, right: Sequence) -> pd.DataFrame:
         """P(left), P(right), P(tie) at the posterior mean scores (Davidson's model)."""
