@@ -29,6 +29,16 @@ with the scores, θ and q at their current values,
 scores at their mode (not averaged over their Laplace posterior); the score intervals are
 conditional on the fitted tie strength and responsibilities.
 
+How far to trust the worker results (simulations from the random-noise model, 30 items, 15
+workers with reliability uniform on [0.3, 1], 150 comparisons each, ties): ``noise="random"``
+ranks the workers by reliability with Spearman 0.6–0.94 (mean absolute error 0.08–0.13), but
+its Beta posteriors are mean-field and too narrow: their 90 % intervals held the true value
+for about a third of the workers (errors ≈ 2.5 posterior sd; ties from noise and Davidson
+ties are hard to tell apart). ``noise="flip"`` ranks such workers worse (Spearman 0.3–0.6),
+though a pure spammer still stands out under both. Read ``reliability_`` as a ranking of the
+workers and a spammer detector, not as calibrated intervals. The item-score intervals covered
+the truth at about their level (tests/models/comparisons).
+
 References
 ----------
 Bradley, R. A. & Terry, M. E. (1952). Rank analysis of incomplete block designs. Biometrika 39.
