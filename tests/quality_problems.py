@@ -179,6 +179,23 @@ def prefs_ukp_fold(cls, variant: str = "strict") -> dict:
     return {"accuracy": float(((p > 0.5) == (test["label"] == test["left"])).mean())}
 
 
+def comparisons_ukp_crowdsample(cls) -> dict:
+    """UKPConvArgCrowdSample (one crowd label per pair, with its worker; ties kept): Spearman
+    correlation of the fitted scores with the gold UKPConvArgRank scores (``-pagerank``)
+    within each of the 32 topics, averaged over the topics."""
+    from scipy.stats import spearmanr
+
+    from crowdbayes.datasets import load_ukpconvarg
+
+    data = load_ukpconvarg("crowdsample")
+    model = default(cls).fit(data.pairs[["worker", "left", "right", "label"]])
+    joined = data.ranking.join(model.utility_["mean"], how="inner")
+    rhos = [
+        spearmanr(part["mean"], -part["pagerank"]).statistic for _, part in joined.groupby("topic")
+    ]
+    return {"spearman": float(np.mean(rhos))}
+
+
 def communities_simulated(cls) -> dict:
     """Adjusted Rand index between the point partition and the planted communities (60 users,
     30 items, 3 communities, 15 comparisons per user, seed 0)."""
@@ -241,9 +258,15 @@ def measure(name: str) -> dict:
     import time
 
     import crowdbayes
-    from crowdbayes.models import clustering, communities, gp_preference, plackett_luce
+    from crowdbayes.models import (
+        clustering,
+        communities,
+        comparisons,
+        gp_preference,
+        plackett_luce,
+    )
 
-    families = [crowdbayes, plackett_luce, gp_preference, communities, clustering]
+    families = [crowdbayes, plackett_luce, gp_preference, comparisons, communities, clustering]
     if name in ("SCDC", "BayesSCDC"):
         from crowdbayes.models.clustering import deep
 
@@ -273,6 +296,8 @@ PROBLEM_OF = {
     "GPPLLaplace": prefs_ukp_fold,
     "GPPreferenceEP": prefs_ukp_fold,
     "CrowdGPPL": lambda cls: prefs_ukp_fold(cls, "crowdsample"),
+    "BradleyTerry": comparisons_ukp_crowdsample,
+    "CrowdBT": comparisons_ukp_crowdsample,
     "CommunityPreferences": communities_simulated,
     "LinkClustering": cluster_links_pinwheel,
     "SCDC": cluster_deep_pinwheel,

@@ -32,6 +32,9 @@ GPPLVI                      UKPConvArg fold 1                        0.885      
 GPPLLaplace                 UKPConvArg fold 1                        0.889       0.84
 GPPreferenceEP              UKPConvArg fold 1                        0.885       0.84
 CrowdGPPL                   UKPConvArg fold 1 (CrowdSample labels)   0.840       0.80
+BradleyTerry                UKPConvArgCrowdSample, Spearman with     0.877       0.86
+                            the gold rank within topics (mean)
+CrowdBT                     UKPConvArgCrowdSample                    0.875       0.86
 CommunityPreferences        simulated communities, ARI               0.879       0.80
 LinkClustering              pinwheel links, NMI on linked points     0.877       0.80
 SCDC                        pinwheel, accuracy on all points         0.698       0.65
@@ -77,6 +80,8 @@ EXPECTED = {
     "GPPLVI",
     "GPPLLaplace",
     "CrowdGPPL",
+    "BradleyTerry",
+    "CrowdBT",
     "CommunityPreferences",
     "LinkClustering",
     "SCDC",
@@ -183,6 +188,13 @@ def tiny_comparisons() -> tuple:
     return sim.comparisons, sim.items
 
 
+def tiny_crowd_comparisons() -> tuple:
+    from crowdbayes.models.comparisons import simulate_crowd_comparisons
+
+    sim = simulate_crowd_comparisons(8, 4, 20, tie_strength=0.3, random_state=4)
+    return (sim.comparisons,)
+
+
 def tiny_links() -> tuple:
     from crowdbayes.datasets.clustering import simulate_pair_links
 
@@ -215,6 +227,8 @@ def inputs(cls) -> tuple:
         )
     if family in ("gp_preference", "communities"):
         return tiny_comparisons()
+    if family == "comparisons":
+        return tiny_crowd_comparisons()
     if cls.__name__ == "LinkClustering":
         return tiny_links()
     return tiny_features_and_links()
@@ -237,6 +251,10 @@ def predictions(model, data: tuple) -> dict:
         if family == "gp_preference":
             out["utility"] = model.predict_utility(list(data[1].index))
         return out
+    if family == "comparisons":
+        comparisons = data[0]
+        left, right = comparisons["left"][:5], comparisons["right"][:5]
+        return {"p": model.predict_proba(left, right), "utility": model.predict_utility()}
     out = {"proba": model.predict_proba()}
     if type(model).__name__ != "LinkClustering":
         out["new"] = model.predict(data[0][:7] + 0.01)
@@ -315,6 +333,7 @@ def test_every_public_model_is_listed_once_and_derives_from_the_base():
             "labels",
             "plackett_luce",
             "gp_preference",
+            "comparisons",
             "communities",
             "clustering",
         }
@@ -453,6 +472,8 @@ FLOORS = {
     "GPPLLaplace": ("accuracy", 0.84),
     "GPPreferenceEP": ("accuracy", 0.84),
     "CrowdGPPL": ("accuracy", 0.80),
+    "BradleyTerry": ("spearman", 0.86),
+    "CrowdBT": ("spearman", 0.86),
     "CommunityPreferences": ("ari", 0.80),
     "LinkClustering": ("nmi", 0.80),
     "SCDC": ("accuracy", 0.65),
