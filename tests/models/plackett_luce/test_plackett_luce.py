@@ -314,6 +314,17 @@ def test_gibbs_is_reproducible_with_a_seed():
     np.testing.assert_array_equal(a, b)
 
 
+def test_gibbs_chains_in_processes_give_the_same_draws():
+    """Each chain has its own generator: one process or two (three chains), the same draws."""
+    table, _ = _pairwise(4, n_items=8, n_pairs=200)
+    rankings = Rankings.from_pairs(table)
+    options = dict(n_samples=40, n_warmup=10, n_chains=3, random_state=2)
+    alone = PlackettLuceGibbs(n_jobs=1, **options).fit(rankings).samples_
+    forked = PlackettLuceGibbs(n_jobs=2, **options).fit(rankings).samples_
+    np.testing.assert_array_equal(alone, forked)
+    assert not np.array_equal(alone[0], alone[1])  # the chains are not copies
+
+
 # -- predictions ----------------------------------------------------------------------------------
 def test_logistic_gaussian_mean_matches_monte_carlo():
     rng = np.random.default_rng(0)
