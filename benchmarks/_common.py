@@ -318,3 +318,13 @@ def markdown_table(table, digits: int = 4, index: bool = True) -> str:
     lines = ["| " + " | ".join(map(str, frame.columns)) + " |", "|" + " --- |" * frame.shape[1]]
     lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in frame.itertuples(False)]
     return "\n".join(lines)
+
+
+def write_markdown_report(path: str | Path, title: str, lines: list[str]) -> None:
+    """A markdown report: ``# title``, the command that made it, the machine lines, then
+    ``lines``; written atomically."""
+    text = "\n".join(
+        [f"# {title}", "", f"command: `{command_line()}`", *machine_lines(), "", *lines, ""]
+    )
+    write_report(Path(path), text)
+    print(f"wrote {path}")

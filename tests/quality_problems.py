@@ -63,6 +63,64 @@ def labels_simulated_binary(cls) -> dict:
     return {"accuracy": accuracy(data.truth, model.labels_)}
 
 
+def labels_s_adult(cls) -> dict:
+    """Ordinal models: accuracy and mean absolute error on S_Adult's 333 gold tasks (four
+    ordered grades 0-3; Ipeirotis et al. 2010), the gold never given to the model."""
+    from crowdbayes import Labels
+    from crowdbayes.datasets import load_labels
+    from crowdbayes.metrics import accuracy, mean_absolute_error
+
+    data = load_labels("s_adult")
+    model = default(cls).fit(Labels(data.labels, ordered=True))
+    return {
+        "accuracy": accuracy(data.gold, model.labels_),
+        "mae": mean_absolute_error(data.gold, model.labels_),
+    }
+
+
+def values_simulated(cls) -> dict:
+    """Continuous answers: 300 tasks with true values N(50, 10²), 30 workers with biases
+    N(0, 3²) and noise s.d. log-normal around 3 (a tenth of them answering uniformly at random
+    on [0, 100]), 5 answers per task, seed 0; correlation of the posterior means with the
+    truth (the plain task mean scores 0.898)."""
+    rng = np.random.default_rng(0)
+    truth = rng.normal(50, 10, 300)
+    bias, noise = rng.normal(0, 3, 30), np.exp(rng.normal(np.log(3), 0.5, 30))
+    rows = []
+    for t in range(300):
+        for w in rng.choice(30, 5, replace=False):
+            value = rng.uniform(0, 100) if w < 3 else truth[t] + bias[w] + noise[w] * rng.normal()
+            rows.append((t, w, value))
+    table = pd.DataFrame(rows, columns=["task", "worker", "value"])
+    means = default(cls).fit(table).predict().reindex(range(300))
+    naive = table.groupby("task")["value"].mean().reindex(range(300))
+    return {
+        "correlation": float(np.corrcoef(means, truth)[0, 1]),
+        "mean_correlation": float(np.corrcoef(naive, truth)[0, 1]),
+    }
+
+
+def labels_with_features(cls) -> dict:
+    """Learning from crowds: 2,000 items in 4 Gaussian classes (5 features, centres
+    N(0, 1.5²)), the first half labelled 1-3 times by 30 workers (accuracy U(0.35, 0.85),
+    mistakes uniform), seed 0; accuracy on the unlabelled half (answered from the features)."""
+    from crowdbayes import Labels
+    from crowdbayes.datasets import simulate_crowd_labels
+
+    rng = np.random.default_rng(0)
+    centres = rng.normal(0, 1.5, (4, 5))
+    truth = rng.integers(4, size=2000)
+    features = pd.DataFrame(centres[truth] + rng.normal(size=(2000, 5)))
+    features.columns = [f"f{k}" for k in range(5)]
+    table, _ = simulate_crowd_labels(
+        truth, np.arange(1000), n_workers=30, accuracy=(0.35, 0.85), random_state=0
+    )
+    model = default(cls).fit(Labels(table, classes=list(range(4))), features)
+    unlabelled = np.arange(1000, 2000)
+    answers = model.labels_.loc[unlabelled].to_numpy()
+    return {"accuracy": float((answers == truth[unlabelled]).mean())}
+
+
 # ------------------------------------------------------------------------------- rankings
 @cache
 def car_split():
@@ -146,6 +204,23 @@ def prefs_ukp_fold(cls, variant: str = "strict") -> dict:
     return {"accuracy": float(((p > 0.5) == (test["label"] == test["left"])).mean())}
 
 
+def comparisons_ukp_crowdsample(cls) -> dict:
+    """UKPConvArgCrowdSample (one crowd label per pair, with its worker; ties kept): Spearman
+    correlation of the fitted scores with the gold UKPConvArgRank scores (``-pagerank``)
+    within each of the 32 topics, averaged over the topics."""
+    from scipy.stats import spearmanr
+
+    from crowdbayes.datasets import load_ukpconvarg
+
+    data = load_ukpconvarg("crowdsample")
+    model = default(cls).fit(data.pairs[["worker", "left", "right", "label"]])
+    joined = data.ranking.join(model.utility_["mean"], how="inner")
+    rhos = [
+        spearmanr(part["mean"], -part["pagerank"]).statistic for _, part in joined.groupby("topic")
+    ]
+    return {"spearman": float(np.mean(rhos))}
+
+
 def communities_simulated(cls) -> dict:
     """Adjusted Rand index between the point partition and the planted communities (60 users,
     30 items, 3 communities, 15 comparisons per user, seed 0)."""
@@ -208,9 +283,15 @@ def measure(name: str) -> dict:
     import time
 
     import crowdbayes
-    from crowdbayes.models import clustering, communities, gp_preference, plackett_luce
+    from crowdbayes.models import (
+        clustering,
+        communities,
+        comparisons,
+        gp_preference,
+        plackett_luce,
+    )
 
-    families = [crowdbayes, plackett_luce, gp_preference, communities, clustering]
+    families = [crowdbayes, plackett_luce, gp_preference, comparisons, communities, clustering]
     if name in ("SCDC", "BayesSCDC"):
         from crowdbayes.models.clustering import deep
 
@@ -235,6 +316,9 @@ PROBLEM_OF = {
     "ZeroBasedSkill": labels_rte,
     "GoldMajorityVote": labels_rte_gold_half,
     "KOS": labels_simulated_binary,
+    "OrdinalDawidSkene": labels_s_adult,
+    "ContinuousAggregation": values_simulated,
+    "CrowdClassifier": labels_with_features,
     "PlackettLuceVI": rank_car_choice,
     "PlackettLuceMAP": rank_car_choice,
     "PlackettLuceMM": rank_simulated_pairs,
@@ -244,6 +328,8 @@ PROBLEM_OF = {
     "GPPLLaplace": prefs_ukp_fold,
     "GPPreferenceEP": prefs_ukp_fold,
     "CrowdGPPL": lambda cls: prefs_ukp_fold(cls, "crowdsample"),
+    "BradleyTerry": comparisons_ukp_crowdsample,
+    "CrowdBT": comparisons_ukp_crowdsample,
     "CommunityPreferences": communities_simulated,
     "LinkClustering": cluster_links_pinwheel,
     "SCDC": cluster_deep_pinwheel,

@@ -29,6 +29,9 @@ GoldMajorityVote            RTE, gold of a seeded half given,        0.9305     
                             accuracy on the other half
 KOS                         simulated binary, regular graph (on RTE  0.884       0.87
                             KOS scores 0.4975, as crowd-kit's)
+OrdinalDawidSkene           S_Adult (4 ordered grades), accuracy     0.7447      0.74
+ContinuousAggregation       simulated values, corr. with the truth   0.9905      0.98
+CrowdClassifier             simulated features, unlabelled accuracy  0.913       0.90
 PlackettLuceVI              car choice, held-out choice accuracy     0.356       0.33
 PlackettLuceMAP             car choice (uniform guess: 0.167)        0.354       0.33
 PlackettLuceMM              simulated pairs, Spearman with truth     0.955       0.93
@@ -38,6 +41,9 @@ GPPLVI                      UKPConvArg fold 1                        0.885      
 GPPLLaplace                 UKPConvArg fold 1                        0.889       0.84
 GPPreferenceEP              UKPConvArg fold 1                        0.885       0.84
 CrowdGPPL                   UKPConvArg fold 1 (CrowdSample labels)   0.840       0.80
+BradleyTerry                UKPConvArgCrowdSample, Spearman with     0.877       0.86
+                            the gold rank within topics (mean)
+CrowdBT                     UKPConvArgCrowdSample                    0.875       0.86
 CommunityPreferences        simulated communities, ARI               0.879       0.80
 LinkClustering              pinwheel links, NMI on linked points     0.877       0.80
 SCDC                        pinwheel, accuracy on all points         0.698       0.65
@@ -78,6 +84,9 @@ EXPECTED = {
     "Wawa",
     "ZeroBasedSkill",
     "GoldMajorityVote",
+    "OrdinalDawidSkene",
+    "ContinuousAggregation",
+    "CrowdClassifier",
     "PlackettLuceVI",
     "PlackettLuceMAP",
     "PlackettLuceMM",
@@ -87,6 +96,8 @@ EXPECTED = {
     "GPPLVI",
     "GPPLLaplace",
     "CrowdGPPL",
+    "BradleyTerry",
+    "CrowdBT",
     "CommunityPreferences",
     "LinkClustering",
     "SCDC",
@@ -95,6 +106,7 @@ EXPECTED = {
 
 #: settings that keep the contract checks fast (the quality floors use the defaults)
 FAST = {
+    "CrowdClassifier": {"max_iter": 10, "n_folds": 2},
     "HierarchicalAnnotation": {"n_chains": 2, "n_warmup": 10, "n_samples": 10},
     "PlackettLuceGibbs": {"n_samples": 20, "n_warmup": 5},
     "PlackettLuceVI": {"max_iter": 50},
@@ -118,6 +130,49 @@ def tiny_labels() -> tuple:
             label = truth[t] if right else 1 - truth[t]
             rows.append((f"task{t}", f"w{w}", ["neg", "pos"][label]))
     return (pd.DataFrame(rows, columns=["task", "worker", "label"]),)
+
+
+def tiny_labels_and_features() -> tuple:
+    """The tiny labels, each task with two features that separate its class, and five more
+    tasks with features and no label."""
+    (table,) = tiny_labels()
+    rng = np.random.default_rng(7)
+    truth = (
+        table.assign(pos=table["label"] == "pos").groupby("task")["pos"].mean().round().to_numpy()
+    )
+    tasks = [*table["task"].unique(), *[f"new{k}" for k in range(5)]]
+    truth = np.concatenate([truth, rng.integers(2, size=5)])
+    features = pd.DataFrame(
+        truth[:, None] * 2.0 + rng.normal(size=(len(tasks), 2)), index=tasks, columns=["a", "b"]
+    )
+    return table, features
+
+
+def tiny_grades() -> tuple:
+    """Four ordered grades, workers off by at most one grade now and then."""
+    rng = np.random.default_rng(5)
+    truth = rng.integers(4, size=30)
+    rows = []
+    for t in range(30):
+        for w in rng.choice(6, size=4, replace=False):
+            label = int(np.clip(truth[t] + rng.choice([-1, 0, 0, 0, 1]), 0, 3))
+            rows.append((f"task{t}", f"w{w}", label))
+    from crowdbayes import Labels
+
+    return (Labels(pd.DataFrame(rows, columns=["task", "worker", "label"]), ordered=True),)
+
+
+def tiny_values() -> tuple:
+    """Numbers: a true value per task, workers with a bias and a noise level."""
+    rng = np.random.default_rng(6)
+    truth = rng.normal(10, 3, size=30)
+    bias, noise = rng.normal(0, 1, 6), rng.uniform(0.5, 2, 6)
+    rows = [
+        (f"task{t}", f"w{w}", truth[t] + bias[w] + noise[w] * rng.normal())
+        for t in range(30)
+        for w in rng.choice(6, size=4, replace=False)
+    ]
+    return (pd.DataFrame(rows, columns=["task", "worker", "value"]),)
 
 
 def tiny_feature_rankings() -> tuple:
@@ -149,6 +204,13 @@ def tiny_comparisons() -> tuple:
     return sim.comparisons, sim.items
 
 
+def tiny_crowd_comparisons() -> tuple:
+    from crowdbayes.models.comparisons import simulate_crowd_comparisons
+
+    sim = simulate_crowd_comparisons(8, 4, 20, tie_strength=0.3, random_state=4)
+    return (sim.comparisons,)
+
+
 def tiny_links() -> tuple:
     from crowdbayes.datasets.clustering import simulate_pair_links
 
@@ -172,7 +234,11 @@ def inputs(cls) -> tuple:
         gold = table.groupby("task")["label"].agg(lambda s: s.mode().iloc[0]).iloc[:10]
         return table, gold
     if family == "labels":
-        return tiny_labels()
+        if cls.__name__ == "ContinuousAggregation":
+            return tiny_values()
+        if getattr(cls, "uses_features", False):
+            return tiny_labels_and_features()
+        return tiny_grades() if getattr(cls, "ordinal", False) else tiny_labels()
     if family == "plackett_luce":
         return (
             tiny_pairs()
@@ -181,6 +247,8 @@ def inputs(cls) -> tuple:
         )
     if family in ("gp_preference", "communities"):
         return tiny_comparisons()
+    if family == "comparisons":
+        return tiny_crowd_comparisons()
     if cls.__name__ == "LinkClustering":
         return tiny_links()
     return tiny_features_and_links()
@@ -189,6 +257,8 @@ def inputs(cls) -> tuple:
 def predictions(model, data: tuple) -> dict:
     """What a user asks of a fitted model of each family."""
     family = type(model).family
+    if type(model).__name__ == "ContinuousAggregation":
+        return {"values": model.predict(), "interval": model.predict_interval()}
     if family == "labels":
         return {"proba": model.predict_proba(), "labels": model.predict()}
     if family == "plackett_luce":
@@ -201,6 +271,10 @@ def predictions(model, data: tuple) -> dict:
         if family == "gp_preference":
             out["utility"] = model.predict_utility(list(data[1].index))
         return out
+    if family == "comparisons":
+        comparisons = data[0]
+        left, right = comparisons["left"][:5], comparisons["right"][:5]
+        return {"p": model.predict_proba(left, right), "utility": model.predict_utility()}
     out = {"proba": model.predict_proba()}
     if type(model).__name__ != "LinkClustering":
         out["new"] = model.predict(data[0][:7] + 0.01)
@@ -279,6 +353,7 @@ def test_every_public_model_is_listed_once_and_derives_from_the_base():
             "labels",
             "plackett_luce",
             "gp_preference",
+            "comparisons",
             "communities",
             "clustering",
         }
@@ -296,6 +371,9 @@ def test_every_public_model_is_listed_once_and_derives_from_the_base():
             "Wawa",
             "ZeroBasedSkill",
             "GoldMajorityVote",
+            "OrdinalDawidSkene",
+            "ContinuousAggregation",
+            "CrowdClassifier",
         ]
     )
     with pytest.raises(ValueError, match="family must be one of"):
@@ -416,6 +494,9 @@ FLOORS = {
     "ZeroBasedSkill": ("accuracy", 0.91),
     "GoldMajorityVote": ("accuracy", 0.92),
     "KOS": ("accuracy", 0.87),
+    "OrdinalDawidSkene": ("accuracy", 0.74),
+    "ContinuousAggregation": ("correlation", 0.98),
+    "CrowdClassifier": ("accuracy", 0.90),
     "PlackettLuceVI": ("accuracy", 0.33),
     "PlackettLuceMAP": ("accuracy", 0.33),
     "PlackettLuceMM": ("spearman", 0.93),
@@ -425,6 +506,8 @@ FLOORS = {
     "GPPLLaplace": ("accuracy", 0.84),
     "GPPreferenceEP": ("accuracy", 0.84),
     "CrowdGPPL": ("accuracy", 0.80),
+    "BradleyTerry": ("spearman", 0.86),
+    "CrowdBT": ("spearman", 0.86),
     "CommunityPreferences": ("ari", 0.80),
     "LinkClustering": ("nmi", 0.80),
     "SCDC": ("accuracy", 0.65),

@@ -14,6 +14,7 @@ from .exceptions import (
 )
 from .models.clustering import LinkClustering
 from .models.communities import CommunityPreferences
+from .models.comparisons import BradleyTerry, CrowdBT
 from .models.gp_preference import GPPL, GPPLVI, CrowdGPPL, GPPreferenceEP
 from .models.labels import (
     GLAD,
@@ -56,6 +57,8 @@ __all__ = [
     "GoldMajorityVote",
     "Rankings",
     "Comparisons",
+    "BradleyTerry",
+    "CrowdBT",
     "GPPreferenceEP",
     "GPPL",
     "GPPLVI",

@@ -62,6 +62,7 @@ _FAMILIES = (
     "crowdbayes.models.labels",
     "crowdbayes.models.plackett_luce",
     "crowdbayes.models.gp_preference",
+    "crowdbayes.models.comparisons",
     "crowdbayes.models.communities",
     "crowdbayes.models.clustering",
     "crowdbayes.models.clustering.deep",
@@ -218,8 +219,8 @@ class Estimator:
 
     #: parameter name -> list of accepted values (see :func:`_accepts`)
     parameter_constraints: ClassVar[dict[str, list]] = {}
-    #: the model family (``labels``, ``plackett_luce``, ``gp_preference``, ``communities``,
-    #: ``clustering``), from the module path
+    #: the model family (``labels``, ``plackett_luce``, ``gp_preference``, ``comparisons``,
+    #: ``communities``, ``clustering``), from the module path
     family: ClassVar[str] = ""
     #: attributes left out of a saved file (caches rebuilt on demand)
     _transient: ClassVar[tuple[str, ...]] = ()

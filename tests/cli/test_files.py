@@ -135,6 +135,7 @@ def test_every_output_option_is_declared_and_can_be_forced():
     assert {
         ("labels", "fit"),
         ("labels", "next"),
+        ("values", "fit"),
         ("rank", "fit"),
         ("rank", "predict"),
         ("prefs", "fit"),

@@ -260,3 +260,84 @@ def test_next_refuses_bad_requests(options, message, small_labels, tmp_path, cap
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and message in err[0]
     assert not out.exists()
+
+
+def _grades_file(tmp_path):
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    names = np.array(["low", "mid", "high"])
+    rows = []
+    for t in range(40):
+        truth = rng.integers(3)
+        for w in range(4):
+            grade = int(np.clip(truth + rng.choice([-1, 0, 0, 0, 1]), 0, 2))
+            rows.append((f"t{t}", f"w{w}", names[grade]))
+    path = tmp_path / "grades.csv"
+    pd.DataFrame(rows, columns=["task", "worker", "label"]).to_csv(path, index=False)
+    return path
+
+
+def test_ordered_grades_fit_with_the_ordinal_model(tmp_path, capsys):
+    path, out = _grades_file(tmp_path), tmp_path / "tasks.csv"
+    args = ["labels", "fit", str(path), "--model", "ordinal-ds", "--classes", "low,mid,high"]
+    assert main([*args, "--ordered", "--out", str(out)]) == 0
+    assert "OrdinalDawidSkene" in capsys.readouterr().out
+    table = pd.read_csv(out)
+    assert list(table.columns[:3]) == ["task", "label", "median"]
+    assert set(table["median"]) <= {"low", "mid", "high"}
+
+
+def test_ordered_and_nominal_mismatch_is_refused_in_flags(tmp_path, capsys):
+    path = _grades_file(tmp_path)
+    base = ["labels", "fit", str(path), "--classes", "low,mid,high"]
+    assert main([*base, "--model", "ordinal-ds"]) == 2
+    err = capsys.readouterr().err
+    assert "unordered classes ['low', 'mid', 'high']: declare the labels with --ordered" in err
+    assert main([*base, "--model", "ds", "--ordered"]) == 2
+    err = capsys.readouterr().err
+    assert "(OrdinalDawidSkene), or declare the labels with no --ordered" in err
+    assert main(["labels", "fit", str(path), "--model", "ordinal-ds", "--ordered"]) == 2
+    err = capsys.readouterr().err
+    assert "--ordered with labels that are not numbers (['high', 'low', 'mid'])" in err
+    assert "pass --classes ..." in err
+
+
+def _features_files(tmp_path):
+    import numpy as np
+
+    rng = np.random.default_rng(1)
+    truth = rng.integers(3, size=120)
+    rows = [
+        (f"i{i}", f"w{w}", int(truth[i] if rng.random() < 0.7 else rng.integers(3)))
+        for i in range(80)
+        for w in rng.choice(8, 3, replace=False)
+    ]
+    labels = tmp_path / "labels.csv"
+    pd.DataFrame(rows, columns=["task", "worker", "label"]).to_csv(labels, index=False)
+    features = pd.DataFrame(np.eye(3)[truth] * 2 + rng.normal(size=(120, 3)), columns=list("abc"))
+    features.insert(0, "task", [f"i{i}" for i in range(120)])
+    path = tmp_path / "features.csv"
+    features.to_csv(path, index=False)
+    return labels, path, features
+
+
+def test_crowd_classifier_with_features_predicts_unlabelled_tasks(tmp_path, capsys):
+    labels, features, table = _features_files(tmp_path)
+    out = tmp_path / "tasks.csv"
+    args = ["labels", "fit", str(labels), "--model", "crowd-classifier", "--no-progress"]
+    assert main([*args, "--features", str(features), "--out", str(out)]) == 0
+    assert "CrowdClassifier" in capsys.readouterr().out
+    result = pd.read_csv(out)
+    assert list(result.columns[:4]) == ["task", "label", "consensus", "quality"]
+    assert len(result) == 120  # every task with features, labelled or not
+    assert result["consensus"].isna().sum() == 40
+    short = tmp_path / "short.csv"
+    table.iloc[3:].to_csv(short, index=False)
+    assert main([*args, "--features", str(short)]) == 2
+    err = capsys.readouterr().err
+    assert f"features ({short}): 3 id(s) used in the labels have no row" in err
+    assert main(args) == 2
+    assert "--model crowd-classifier needs --features FILE" in capsys.readouterr().err
+    assert main(["labels", "fit", str(labels), "--model", "ds", "--features", str(features)]) == 2
+    assert "--features applies to --model crowd-classifier, not ds" in capsys.readouterr().err

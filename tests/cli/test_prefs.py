@@ -7,6 +7,7 @@ import pandas as pd
 import pytest
 
 from crowdbayes.cli import main
+from crowdbayes.models.communities import CommunityPreferences
 from crowdbayes.models.gp_preference import CrowdGPPL
 
 
@@ -158,6 +159,17 @@ def test_dpm_gp_fit_predict_and_communities(files, capsys):
     pairs.to_csv(tmp / "seen.csv", index=False)
     assert run("prefs", "predict", model, "--pairs", tmp / "seen.csv", "--out", out) == 0
     assert pd.read_csv(out)["p_left"].between(0, 1).all()
+    # a worker not seen in fit gets the new-member prediction, with a warning in CLI words
+    stranger = pairs.assign(worker=[pairs["worker"].iloc[0], "stranger"])
+    stranger.to_csv(tmp / "stranger.csv", index=False)
+    assert run("prefs", "predict", model, "--pairs", tmp / "stranger.csv", "--out", out,
+               "--force") == 0  # fmt: skip
+    err = capsys.readouterr().err
+    assert "1 row(s) name worker(s) not seen in fit (['stranger'])" in err
+    assert "worker=None" not in err
+    fitted_model = CommunityPreferences.load(model)
+    new_member = fitted_model.predict_proba(pairs["left"].iloc[1:], pairs["right"].iloc[1:])
+    assert pd.read_csv(out)["p_left"].iloc[1] == pytest.approx(new_member.iloc[0])
     assert run("prefs", "communities", model, "--out", table) == 0
     workers = pd.read_csv(table)
     assert len(workers) == 6 and {"community", "size", "confidence"} <= set(workers.columns)

@@ -90,6 +90,7 @@ def test_gold_is_clamped_and_loading_warnings_are_reported(tmp_path, labels_csv,
         (["--chains", "2", "--load", "DS_MODEL"], "--load reports on the saved model as it is"),
         (["--bootstrap", "-1"], "--bootstrap must be at least 0; got -1"),
         (["--model", "mv", "--max-iter", "5"], "--max-iter applies to ds, bayes-ds"),
+        (["--model", "crowd-classifier"], "`report labels` does not fit --model crowd-classifier"),
     ],
 )
 def test_bad_input_is_one_line_and_leaves_nothing(options, message, tmp_path, labels_csv, capsys):

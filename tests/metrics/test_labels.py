@@ -199,3 +199,36 @@ def test_worker_recovery_error_errors():
         worker_recovery_error(true, est)
     with pytest.raises(ValueError, match="NaN"):
         worker_recovery_error(np.array([np.nan]), np.array([0.0]))
+
+
+# ------------------------------------------------------------------------------- ordinal
+def test_mean_absolute_error_hard_and_expected():
+    from crowdbayes.metrics import mean_absolute_error
+
+    gold = pd.Series([0, 1, 3, 2], index=["a", "b", "c", "d"])
+    predicted = pd.Series([0, 3, 2, 2, 1], index=["a", "b", "c", "d", "extra"])
+    assert mean_absolute_error(gold, predicted) == pytest.approx((0 + 2 + 1 + 0) / 4)
+    probas = pd.DataFrame(
+        [[1, 0, 0, 0], [0.5, 0.5, 0, 0], [0, 0, 0, 1], [0.25, 0.25, 0.25, 0.25]],
+        index=["a", "b", "c", "d"],
+        columns=[0, 1, 2, 3],
+    )
+    # expected |grade - gold|: 0, 0.5, 0, (2 + 1 + 0 + 1) / 4
+    assert mean_absolute_error(gold, probas) == pytest.approx((0 + 0.5 + 0 + 1) / 4)
+    # columns in another order are reordered by classes
+    shuffled = probas[[3, 1, 0, 2]]
+    assert mean_absolute_error(gold, shuffled, classes=[0, 1, 2, 3]) == pytest.approx(0.375)
+
+
+def test_mean_absolute_error_text_grades_use_the_declared_order():
+    from crowdbayes.metrics import mean_absolute_error
+
+    gold = pd.Series(["low", "high"], index=[1, 2])
+    predicted = pd.Series(["mid", "low"], index=[1, 2])
+    assert mean_absolute_error(gold, predicted, ["low", "mid", "high"]) == pytest.approx(1.5)
+    with pytest.raises(ValueError, match=r"the grades are not numbers; pass classes=\[\.\.\.\]"):
+        mean_absolute_error(gold, predicted)
+    with pytest.raises(ValueError, match=r"predicted: 1 grade\(s\) are not among the classes"):
+        mean_absolute_error(gold, predicted, ["low", "high"])
+    with pytest.raises(TypeError, match="predicted must be a pandas Series of grades"):
+        mean_absolute_error(gold, ["mid", "low"])

@@ -62,7 +62,8 @@ def fit_dirichlet_rows(
              {\sum_j w_j [\psi(N_{jk} + S_k) - \psi(S_k)]},
 
     then caps each row's total :math:`S_k` at ``max_scale`` (a truncated prior on the scale:
-    without it the scale of a class can run away and absorb other classes).
+    without it the scale of a class can run away and absorb other classes). A row that no
+    table with positive weight has counts in carries no evidence and keeps its α.
     """
     alpha = alpha.copy()
     row_totals = counts.sum(axis=-1)
@@ -70,7 +71,11 @@ def fit_dirichlet_rows(
         scale = alpha.sum(axis=-1)
         numerator = np.einsum("j,jkx->kx", weights, digamma(counts + alpha) - digamma(alpha))
         denominator = np.einsum("j,jk->k", weights, digamma(row_totals + scale) - digamma(scale))
-        alpha = np.maximum(alpha * numerator / np.maximum(denominator, 1e-300)[:, None], min_alpha)
+        evidence = denominator > 0
+        ratio = np.where(
+            evidence[:, None], numerator / np.where(evidence, denominator, 1.0)[:, None], 1.0
+        )
+        alpha = np.maximum(alpha * ratio, min_alpha)
         scale = alpha.sum(axis=-1, keepdims=True)
         alpha = np.where(scale > max_scale, alpha * max_scale / scale, alpha)
     return alpha

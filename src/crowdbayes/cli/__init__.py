@@ -4,8 +4,12 @@
                                 mmsr|wawa|zbs|gold-mv] [--gold FILE]
                                 [--eval-gold FILE] [--out FILE] [--workers-out FILE] [--seed N]
     crowdbayes labels fit --dataset rte ...
+    crowdbayes labels fit INPUT --ordered [--classes LOW,...,HIGH] --model ordinal-ds
+    crowdbayes labels fit INPUT --model crowd-classifier --features FILE [--out FILE]
     crowdbayes labels fit 'labels/*.parquet' --backend dask [--scheduler ADDRESS | --workers N]
                           --out DIR [--save-model M] [--init-model M [--partial]]
+    crowdbayes values fit INPUT [--noise gaussian|student] [--out FILE] [--workers-out FILE]
+                          [--eval-truth FILE]
     crowdbayes rank fit RANKINGS [--items ITEMS] [--model pl-vi|pl-map|pl-mm|pl-gibbs]
                              [--save MODEL] [--out SCORES]
     crowdbayes rank predict MODEL --pairs PAIRS [--items ITEMS] --out P
@@ -39,7 +43,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from . import cluster, datasets, labels, prefs, rank, report
+from . import cluster, datasets, labels, prefs, rank, report, values
 from ._common import EXIT_ERROR, CommandError
 from ._messages import name_the_file, to_flags
 from ._outputs import check_outputs
@@ -47,7 +51,7 @@ from ._signals import Terminated, exit_status, interrupts_as_exceptions
 
 __all__ = ["main", "CommandError", "EXIT_ERROR"]
 
-_FAMILIES = (labels, rank, prefs, cluster, report, datasets)
+_FAMILIES = (labels, values, rank, prefs, cluster, report, datasets)
 
 
 @functools.lru_cache(maxsize=1)

@@ -26,7 +26,11 @@ _INPUT_FLAGS = {
     "tol": "--tol",
     "ties": "--ties",
     "lengthscale": "--lengthscale",
+    "ordered": "--ordered",
 }
+#: parameters set by a switch (a flag without a value): ``name=True`` is the flag alone,
+#: ``name=False`` is leaving it out
+_SWITCHES = {"ordered"}
 #: a ``name=value`` pair as Python writes it (what no command-line message should contain)
 PYTHON_SYNTAX = re.compile(r"\b[a-z_][a-z0-9_]*=(?:'[^']*'|\"[^\"]*\"|\[[^\]]*\]|[\w.+-]+)")
 _VALUE = r"('[^']*'|\"[^\"]*\"|\[[^\]]*\]|[\w.+-]+)"
@@ -57,7 +61,10 @@ def to_flags(message: str) -> str:
     names = "|".join(sorted(map(re.escape, flags), key=len, reverse=True))
 
     def pair(match: re.Match) -> str:
-        return f"{flags[match.group(1)]} {_plain(match.group(2))}"
+        name, value = match.group(1), match.group(2)
+        if name in _SWITCHES and value in ("True", "False"):
+            return flags[name] if value == "True" else f"no {flags[name]}"
+        return f"{flags[name]} {_plain(value)}"
 
     message = re.sub(rf"(?<![\w-])({names})={_VALUE}", pair, message)
     bare = "|".join(
@@ -74,6 +81,8 @@ _INPUTS = {
     "labels": ("input",),
     "gold": ("gold",),
     "eval-gold": ("eval_gold",),
+    "eval-truth": ("eval_truth",),
+    "values": ("input",),
     "rankings": ("rankings",),
     "pairs": ("pairs", "rankings"),
     "comparisons": ("comparisons",),

@@ -213,7 +213,7 @@ def non_negative_float(flag: str) -> Callable[[str], float]:
 #: filled by the command modules
 TABLES: dict[str, ModelTable] = {}
 #: the order of the README
-_README_ORDER = ("labels", "rank", "prefs", "cluster")
+_README_ORDER = ("labels", "values", "rank", "prefs", "cluster")
 
 
 def readme_tables() -> str:

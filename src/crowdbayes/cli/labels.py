@@ -44,6 +44,19 @@ LABELS = ModelTable(
             ("--max-iter", "--tol"),
         ),
         ModelSpec(
+            "ordinal-ds",
+            f"{_MODELS}:OrdinalDawidSkene",
+            "ordinal Dawid-Skene for ordered grades (needs --ordered), EM",
+            ("--max-iter", "--tol"),
+        ),
+        ModelSpec(
+            "crowd-classifier",
+            f"{_MODELS}:CrowdClassifier",
+            "classifier of task features trained with Dawid-Skene workers (needs --features), "
+            "EM; consensus and quality scores",
+            ("--max-iter", "--tol"),
+        ),
+        ModelSpec(
             "hierarchical",
             f"{_MODELS}:HierarchicalAnnotation",
             "hierarchical annotation model, Gibbs",
@@ -227,6 +240,17 @@ def add_input_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--worker-column", default="worker")
     parser.add_argument("--label-column", default="label")
     parser.add_argument("--duplicates", choices=["keep", "drop", "error"], default="keep")
+    parser.add_argument(
+        "--features",
+        help="task features (a table with a task column and numeric feature columns; tasks "
+        "without labels are predicted too): for --model crowd-classifier",
+    )
+    parser.add_argument(
+        "--ordered",
+        action="store_true",
+        help="the classes are ordered grades (--classes lowest first, or numbers): for "
+        "--model ordinal-ds",
+    )
 
 
 def _parse_classes(text: str | None) -> list | None:
@@ -245,7 +269,12 @@ def _make_model(args: argparse.Namespace, progress: bool):
 
 def _load_inputs(args: argparse.Namespace) -> tuple[Labels, pd.Series | None, str]:
     columns = {"task": args.task_column, "worker": args.worker_column, "label": args.label_column}
-    options = dict(columns, classes=_parse_classes(args.classes), duplicates=args.duplicates)
+    options = dict(
+        columns,
+        classes=_parse_classes(args.classes),
+        duplicates=args.duplicates,
+        ordered=bool(getattr(args, "ordered", False)),
+    )
     eval_gold = None
     if args.dataset is not None:
         from ..datasets import load_labels
@@ -324,21 +353,40 @@ def _summary(model, labels: Labels, eval_gold: pd.Series | None, name: str, seco
 
 
 def _score_line(model, gold: pd.Series) -> str:
-    from ..metrics import accuracy, log_loss
+    from ..metrics import accuracy, log_loss, mean_absolute_error
 
     known = gold.index.isin(model.labels_.index)
     missing = int((~known).sum())
     gold = gold[known]
     note = f" ({missing} gold tasks without labels not scored)" if missing else ""
+    mae = ""
+    if getattr(model, "ordinal", False):
+        classes = list(model.classes_)
+        mae = (
+            f", mean absolute error {mean_absolute_error(gold, model.labels_, classes):.4f} "
+            f"(median grade: {mean_absolute_error(gold, model.medians_, classes):.4f})"
+        )
+    if hasattr(model, "consensus_"):
+        labelled = gold[gold.index.isin(model.consensus_.index)]
+        if len(labelled):
+            mae += (
+                f"; consensus accuracy on its {len(labelled)} labelled tasks "
+                f"{accuracy(labelled, model.consensus_):.4f}"
+            )
     return (
         f"against gold on {len(gold)} tasks: accuracy {accuracy(gold, model.labels_):.4f}, "
-        f"log-loss {log_loss(gold, model.probas_):.4f}{note}"
+        f"log-loss {log_loss(gold, model.probas_):.4f}{mae}{note}"
     )
 
 
 def _task_table(model) -> pd.DataFrame:
     table = model.probas_.add_prefix("p_")
     table.insert(0, "label", model.labels_)
+    if hasattr(model, "medians_"):
+        table.insert(1, "median", model.medians_)
+    if hasattr(model, "consensus_"):
+        table.insert(1, "consensus", model.consensus_.astype(object).reindex(table.index))
+        table.insert(2, "quality", model.quality_.reindex(table.index))
     return table
 
 
@@ -387,6 +435,7 @@ def _labels_fit(args: argparse.Namespace) -> None:
     labels, eval_gold, name = _load_inputs(args)
     progress = show_progress(args.progress)
     model = _make_model(args, progress)
+    features = _features(args, model)
     start = time.perf_counter()
     if args.partial:
         from ..base import load
@@ -404,6 +453,8 @@ def _labels_fit(args: argparse.Namespace) -> None:
         model.partial_fit(labels)
     elif args.init_model:
         model.fit(labels, init=args.init_model)
+    elif features is not None:
+        model.fit(labels, features)
     else:
         model.fit(labels)
     seconds = time.perf_counter() - start
@@ -416,6 +467,21 @@ def _labels_fit(args: argparse.Namespace) -> None:
         outputs.append((args.save_model, model.save))
     write_atomically(outputs)
     print(_summary(model, labels, eval_gold, name, seconds))
+
+
+def _features(args: argparse.Namespace, model):
+    """The ``--features`` table of a model that uses features (refused for the others)."""
+    uses = getattr(model, "uses_features", False)
+    if args.features is None:
+        if uses:
+            raise CommandError(f"--model {args.model} needs --features FILE (one row per task)")
+        return None
+    if not uses:
+        users = [n for n, s in LABELS.models.items() if getattr(s.load_class(), "uses_features", 0)]
+        raise CommandError(f"--features applies to --model {', '.join(users)}, not {args.model}")
+    from ..data.features import read_features
+
+    return read_features(args.features, id_column=args.task_column, what="features")
 
 
 def _labels_fit_dask(args: argparse.Namespace) -> None:
@@ -490,6 +556,8 @@ def _labels_next(args: argparse.Namespace) -> None:
         raise CommandError(f"--n must be at least 1; got {args.n}")
     labels, _, name = _load_inputs(args)
     model = _make_model(args, show_progress(args.progress))
+    if getattr(model, "uses_features", False) or args.features is not None:
+        raise CommandError("--features and --model crowd-classifier work with labels fit only")
     model.fit(labels)
     tasks = None
     if args.tasks is not None:

@@ -3,12 +3,15 @@ pairwise comparisons (GPPL, crowdGPPL, EP), and which pairs to have compared nex
 
 crowdbayes prefs fit COMPARISONS --items ITEMS [--workers WORKERS]
                      [--model gppl|crowdgppl|gppl-vi|gppl-laplace|ep] --save MODEL [--out UTILITIES]
+crowdbayes prefs fit COMPARISONS --model bt|crowd-bt --save MODEL [--out SCORES]
 crowdbayes prefs predict MODEL --pairs PAIRS [--items ITEMS] [--workers WORKERS] --out P
 crowdbayes prefs next COMPARISONS --items ITEMS --n N [--model M] [--pairs CANDIDATES]
                       [--available WORKERS] [--confidence P] [--strategy S] [--seed S] --out NEXT
 
 COMPARISONS is a ``worker,left,right,label`` table (``label`` = the preferred item's id or
-``equal``; ``worker`` optional). PAIRS is ``left,right`` with an optional ``worker`` column:
+``equal``; ``worker`` optional). ``bt`` and ``crowd-bt`` (Bradley–Terry, Crowd-BT) need no
+item features: each compared item gets a score (``--out``: mean, sd, lower, upper).
+PAIRS is ``left,right`` with an optional ``worker`` column:
 with a crowdGPPL model a row with a worker gets that worker's personal probability, a row
 without one (or with a worker not seen in fit and not described by ``--workers``) the
 consensus probability (with a warning giving the count); other models pool all workers and
@@ -80,6 +83,18 @@ PREFS = ModelTable(
             ("--max-iter", "--tol", "--lengthscale", "--ties"),
         ),
         ModelSpec(
+            "bt",
+            "crowdbayes.models.comparisons:BradleyTerry",
+            "Bradley-Terry scores with Davidson ties, Laplace intervals (no item features)",
+            ("--max-iter", "--tol", "--tie-model"),
+        ),
+        ModelSpec(
+            "crowd-bt",
+            "crowdbayes.models.comparisons:CrowdBT",
+            "Crowd-BT: Bradley-Terry with each worker's reliability (VB; no item features)",
+            ("--max-iter", "--tol", "--tie-model", "--noise"),
+        ),
+        ModelSpec(
             "dpm-gp",
             "crowdbayes.models.communities:CommunityPreferences",
             "communities of preferences: Dirichlet-process mixture of GPs (EP + Gibbs)",
@@ -124,6 +139,18 @@ PREFS = ModelTable(
         Option(
             "--ties", "ties", "'equal' labels: drop (default) or half", choices=("drop", "half")
         ),
+        Option(
+            "--tie-model",
+            "tie_model",
+            "'equal' labels: davidson (default: a fitted tie strength) or none (refuses ties)",
+            choices=("davidson", "none"),
+        ),
+        Option(
+            "--noise",
+            "noise",
+            "an unreliable answer: flip (default: the opposite answer) or random",
+            choices=("flip", "random"),
+        ),
     ],
     default="gppl",
 )
@@ -132,11 +159,13 @@ TABLES["prefs"] = PREFS
 
 def register(commands) -> None:
     """Add the ``prefs`` command to the top-level sub-parsers."""
-    prefs = commands.add_parser("prefs", help="utilities from pairwise comparisons (GP models)")
+    prefs = commands.add_parser(
+        "prefs", help="utilities from pairwise comparisons (GP, Bradley-Terry)"
+    )
     actions = prefs.add_subparsers(dest="action", required=True)
     fit = actions.add_parser(
         "fit",
-        help="fit a GP preference model",
+        help="fit a preference model (GP, or Bradley-Terry without features)",
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog=PREFS.epilog(),
     )
@@ -191,7 +220,9 @@ def register(commands) -> None:
 def _add_fitting_arguments(parser: argparse.ArgumentParser, comparisons_help: str) -> None:
     """The arguments of a command that fits a model to comparisons (``fit``, ``next``)."""
     parser.add_argument("comparisons", help=comparisons_help)
-    parser.add_argument("--items", required=True, help="item features: an item column + numbers")
+    parser.add_argument(
+        "--items", help="item features: an item column + numbers (needed by the GP models)"
+    )
     parser.add_argument("--workers", help="worker features (crowdgppl): a worker column + numbers")
     parser.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     parser.add_argument("--item-column", default="item")
@@ -210,9 +241,15 @@ def _comparisons(args: argparse.Namespace) -> Comparisons:
     )
 
 
+#: the models that score items without features
+_FEATURELESS = ("bt", "crowd-bt")
+
+
 def _make_model(args: argparse.Namespace, progress: bool):
     if args.workers is not None and args.model != "crowdgppl":
         raise CommandError(f"--workers applies to crowdgppl, not {args.model}")
+    if args.items is None and args.model not in _FEATURELESS:
+        raise CommandError(f"--items is required by {args.model} (a GP over item features)")
     return PREFS.make(args, random_state=args.seed, progress=progress)
 
 
@@ -253,7 +290,7 @@ def _load_model(path: str):
     model = load(path)
     if not isinstance(model, tuple(spec.load_class() for spec in PREFS.models.values())):
         kind = type(model).__name__
-        raise CommandError(f"{path} holds a {kind} model, not a GP preference model")
+        raise CommandError(f"{path} holds a {kind} model, not a preference model")
     return model
 
 
@@ -286,9 +323,18 @@ def _prefs_predict(args: argparse.Namespace) -> None:
         p = model.predict_proba(left, right).to_numpy().copy()
         if has_workers:
             given = pairs[args.worker_column].notna().to_numpy()
-            if given.any():
-                workers = _worker_ids(pairs[args.worker_column][given], model)
-                p[given] = model.predict_proba(left[given], right[given], worker=workers)
+            workers = _worker_ids(pairs[args.worker_column], model)
+            seen = given & (model.worker_ids_.get_indexer(pd.Index(workers)) >= 0)
+            if (given & ~seen).any():
+                warnings.warn(
+                    f"pairs: {int((given & ~seen).sum())} row(s) name worker(s) not seen in fit "
+                    f"({show_values(pd.Index(workers[given & ~seen]).unique())}); predicting "
+                    "for a new member of the crowd for them",
+                    DataWarning,
+                    stacklevel=2,
+                )
+            if seen.any():
+                p[seen] = model.predict_proba(left[seen], right[seen], worker=workers[seen])
     elif isinstance(model, CrowdGPPL):
         p = model.predict_proba(left, right, items).to_numpy().copy()
         if has_workers:

@@ -189,6 +189,11 @@ def _loaded(args: argparse.Namespace, family: _Family):
 
 # ------------------------------------------------------------------------------ per family
 def _labels_inputs(args, progress):
+    if getattr(args, "features", None) is not None or args.model == "crowd-classifier":
+        raise CommandError(
+            "`report labels` does not fit --model crowd-classifier or read --features; "
+            "use `labels fit` for it"
+        )
     data, eval_gold, name = labels._load_inputs(args)
     return data, {"eval_gold": eval_gold}, name, lambda: labels._make_model(args, progress)
 

@@ -4,6 +4,7 @@ from .comparisons import Comparisons, as_comparisons
 from .labels import Labels, as_labels
 from .links import Links, as_links
 from .rankings import Rankings, as_rankings
+from .values import Values, as_values
 
 __all__ = [
     "Labels",
@@ -14,4 +15,6 @@ __all__ = [
     "as_comparisons",
     "Links",
     "as_links",
+    "Values",
+    "as_values",
 ]

@@ -54,6 +54,7 @@ def _duplicate_policy(
     tasks: pd.Index,
     workers: pd.Index,
     policy: str,
+    what: str = "labels",
 ) -> np.ndarray | None:
     """Apply the duplicates policy to rows repeating a task–worker pair.
 
@@ -69,19 +70,19 @@ def _duplicate_policy(
     where = f"(first: task {tasks[task_codes[first]]!r}, worker {workers[worker_codes[first]]!r})"
     if policy == "error":
         raise ValueError(
-            f"labels: {n_repeated} row(s) repeat a task–worker pair {where}; "
+            f"{what}: {n_repeated} row(s) repeat a task–worker pair {where}; "
             "pass duplicates='keep' or duplicates='drop'"
         )
     if policy == "drop":
         warnings.warn(
-            f"labels: dropped {n_repeated} row(s) that repeat a task–worker pair {where}; "
+            f"{what}: dropped {n_repeated} row(s) that repeat a task–worker pair {where}; "
             "the first row of each pair is kept",
             DataWarning,
             stacklevel=4,
         )
         return ~repeated
     warnings.warn(
-        f"labels: {n_repeated} row(s) repeat a task–worker pair {where}; each is counted "
+        f"{what}: {n_repeated} row(s) repeat a task–worker pair {where}; each is counted "
         "as a separate vote (pass duplicates='drop' to keep only the first)",
         DataWarning,
         stacklevel=4,
@@ -112,6 +113,16 @@ def _warn_rare_classes(label_codes: np.ndarray, classes: pd.Index, what: str) ->
         DataWarning,
         stacklevel=3,
     )
+
+
+def _require_numeric_grades(classes: Sequence) -> None:
+    """Ordered labels without declared classes are ordered by value: they must be numbers."""
+    text = [c for c in classes if isinstance(c, (str, bytes)) or not np.isreal(c)]
+    if text:
+        raise ValueError(
+            f"labels: ordered=True with labels that are not numbers ({_show(text)}) needs the "
+            "grades in order, lowest first: pass classes=[...]"
+        )
 
 
 def _plain(value):
@@ -252,6 +263,12 @@ class Labels(LabelBlock):
         What to do with rows that repeat a task–worker pair. ``"keep"`` (default) counts each row
         as a separate vote and warns; ``"drop"`` keeps the first row of each pair and warns how
         many were dropped; ``"error"`` raises.
+    ordered : bool
+        The classes are ordered grades (``classes`` lists them from lowest to highest; when
+        ``classes`` is not given, the labels must be numbers and are ordered by value). Ordinal
+        models (:class:`~crowdbayes.models.labels.OrdinalDawidSkene`) need ordered labels; the
+        nominal models refuse them (pass ``ordered=False`` to treat grades as unordered
+        classes).
 
     Attributes
     ----------
@@ -273,8 +290,11 @@ class Labels(LabelBlock):
         classes: Sequence | None = None,
         gold: pd.Series | TableLike | None = None,
         duplicates: str = "keep",
+        ordered: bool = False,
     ) -> None:
         what = "labels"
+        if not isinstance(ordered, (bool, np.bool_)):
+            raise TypeError(f"ordered must be True or False; got {ordered!r}")
         df = read_table(data, what=what, id_columns=(task, worker))
         _require_columns(df, (task, worker, label), what)
         if len(df) == 0:
@@ -298,6 +318,8 @@ class Labels(LabelBlock):
             if gold_series is not None:
                 distinct = pd.unique(np.concatenate([distinct, gold_series.to_numpy()]))
             classes = _sorted_classes(np.asarray(distinct, dtype=object))
+        if ordered and declared is None:
+            _require_numeric_grades(classes)
         class_index = pd.Index(list(classes))
         if class_index.has_duplicates:
             raise ValueError(f"classes: declared classes repeat a value: {list(class_index)}")
@@ -318,6 +340,8 @@ class Labels(LabelBlock):
         self.tasks: pd.Index = pd.Index(tasks, name="task")
         self.workers: pd.Index = pd.Index(workers, name="worker")
         self.classes: pd.Index = pd.Index(class_index, name="class")
+        #: whether the classes are ordered grades (lowest first)
+        self.ordered = bool(ordered)
         super().__init__(
             task_codes.astype(np.int64, copy=False),
             worker_codes.astype(np.int64, copy=False),
@@ -420,7 +444,8 @@ class Labels(LabelBlock):
         gold = int((self.gold_codes >= 0).sum())
         return (
             f"Labels({self.n_labels} labels, {self.n_tasks} tasks, {self.n_workers} workers, "
-            f"classes={list(self.classes)}, gold for {gold} tasks)"
+            f"classes={list(self.classes)}{', ordered' if self.ordered else ''}, "
+            f"gold for {gold} tasks)"
         )
 
 

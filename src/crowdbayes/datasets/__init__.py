@@ -28,6 +28,8 @@ from .prefs import (
     text_statistics,
 )
 from .synthetic import SyntheticLabels, simulate_labels
+from .synthetic_crowd import simulate_crowd_labels
+from .synthetic_values import SyntheticValues, simulate_values
 
 __all__ = [
     "REAL_ALPHA_PRIOR",
@@ -49,6 +51,9 @@ __all__ = [
     "CarChoiceDataset",
     "LabelDataset",
     "SyntheticLabels",
+    "SyntheticValues",
+    "simulate_values",
+    "simulate_crowd_labels",
     "UKPConvArgDataset",
     "cache_dir",
     "data_root",

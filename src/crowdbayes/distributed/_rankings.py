@@ -13,6 +13,8 @@ the statistics and runs the same global update and stopping rule as the in-memor
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pandas as pd
 from dask import delayed
@@ -28,6 +30,7 @@ from ..models.plackett_luce.vi import (
     PlackettLuceVI,
     VIResult,
     _Design,
+    feature_centre,
     iterate_bound,
     make_inner,
 )
@@ -159,7 +162,10 @@ def fit_rankings_distributed(
             _check_grouped(client, frame.to_delayed(), query, fan_in, what="rankings", unit="query")
         else:
             frame = frame.shuffle(on=query, npartitions=frame.npartitions, shuffle_method="tasks")
-        shared_features = _share("features", features)
+        fitted_features = features
+        if model.centre:  # as the in-memory fit does (PlackettLuceVI's ``centre``)
+            fitted_features = replace(features, values=features.values - feature_centre(features))
+        shared_features = _share("features", fitted_features)
         parts = client.compute(
             [
                 delayed(_rankings_partition, pure=True)(

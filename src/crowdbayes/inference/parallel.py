@@ -18,9 +18,12 @@ from concurrent.futures import FIRST_EXCEPTION, Future, ProcessPoolExecutor, wai
 from contextlib import contextmanager
 from typing import Any
 
+from .driver import run_iterations
+
 __all__ = [
     "available_cores",
     "resolve_n_jobs",
+    "run_chains",
     "sweep_counters",
     "chain_processes",
     "wait_for",
@@ -49,6 +52,54 @@ def resolve_n_jobs(n_jobs: int | None, n_chains: int, estimated_seconds: float) 
     if "fork" not in multiprocessing.get_all_start_methods():
         return 1
     return max(1, min(n_jobs, n_chains, cores))
+
+
+def run_chains(
+    sweep: Callable[..., None],
+    chains: list,
+    shared: tuple,
+    *,
+    n_sweeps: int,
+    n_jobs: int,
+    progress: bool = False,
+    desc: str = "sweeps",
+) -> list:
+    """Run ``sweep(chain, index, *shared)`` for ``index`` in ``range(n_sweeps)`` on every chain
+    (``sweep`` updates the chain in place); returns the chains, in order.
+
+    With ``n_jobs > 1`` each chain runs all its sweeps in one of ``n_jobs`` forked processes
+    (:func:`chain_processes`) and comes back when done; the progress bar follows the chains'
+    mean sweep count (with more chains than processes some chains only start when others
+    end). Otherwise the chains take turns, one sweep each. A chain only uses its own
+    generator, so the results are the same either way.
+    """
+    if n_jobs > 1:
+        counters = sweep_counters(len(chains))
+        work = (sweep, n_sweeps, shared, counters)
+        with chain_processes(_all_sweeps, work, n_jobs) as submit:
+            futures = submit(list(enumerate(chains)))
+
+            def wait_sweep(index: int) -> None:
+                wait_for(futures, lambda: sum(counters) >= (index + 1) * len(chains))
+
+            run_iterations(wait_sweep, max_iter=n_sweeps, progress=progress, desc=desc)
+            return [future.result() for future in futures]
+
+    def turn(index: int) -> None:
+        for chain in chains:
+            sweep(chain, index, *shared)
+
+    run_iterations(turn, max_iter=n_sweeps, progress=progress, desc=desc)
+    return chains
+
+
+def _all_sweeps(numbered: tuple[int, Any], sweep, n_sweeps: int, shared: tuple, counters) -> Any:
+    """Every sweep of chain ``numbered = (number, chain)``, counted in ``counters[number]``."""
+    number, chain = numbered
+    for index in range(n_sweeps):
+        sweep(chain, index, *shared)
+        counters[number] = index + 1
+    return chain
 
 
 def sweep_counters(n_chains: int):

@@ -17,7 +17,13 @@ from .clustering import (
     per_task_nmi,
     unsupervised_accuracy,
 )
-from .labels import accuracy, brier_score, log_loss, worker_recovery_error
+from .labels import (
+    accuracy,
+    brier_score,
+    log_loss,
+    mean_absolute_error,
+    worker_recovery_error,
+)
 from .ranking import (
     kendall_tau,
     pairwise_accuracy,
@@ -44,6 +50,7 @@ __all__ = [
     "brier_score",
     "kendall_tau",
     "log_loss",
+    "mean_absolute_error",
     "pairwise_accuracy",
     "pairwise_auc",
     "rankings_to_pairs",

@@ -14,7 +14,13 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-__all__ = ["accuracy", "brier_score", "log_loss", "worker_recovery_error"]
+__all__ = [
+    "accuracy",
+    "brier_score",
+    "log_loss",
+    "mean_absolute_error",
+    "worker_recovery_error",
+]
 
 
 def _show(values: Sequence, limit: int = 5) -> str:
@@ -144,6 +150,67 @@ def brier_score(gold: pd.Series, probas: pd.DataFrame) -> float:
     onehot = np.zeros_like(values)
     onehot[np.arange(len(columns)), columns] = 1.0
     return float(np.mean(np.sum((values - onehot) ** 2, axis=1)))
+
+
+def mean_absolute_error(
+    gold: pd.Series, predicted: pd.Series | pd.DataFrame, classes: Sequence | None = None
+) -> float:
+    """Mean absolute error in grade steps, for ordered classes.
+
+    A grade's position in ``classes`` (lowest first) is its value, so with grades coded
+    ``0, 1, 2, 3`` the error is the plain difference. ``predicted`` is either a Series of grades
+    (hard predictions: ``mean_i |pos(pred_i) - pos(gold_i)|``) or a DataFrame of probabilities
+    with one column per grade (the posterior's expected absolute error,
+    ``mean_i sum_k p_ik |k - pos(gold_i)|``; rows are used as given).
+
+    Parameters
+    ----------
+    gold : Series
+        True grades indexed by task.
+    predicted : Series or DataFrame
+        Predicted grades, or grade probabilities, indexed by task; must cover every gold task.
+    classes : sequence, optional
+        The grades in order, lowest first. Default: the DataFrame's columns in their order, or,
+        for a Series, the sorted distinct grades when they are numbers (text grades need
+        ``classes``).
+    """
+    gold = _check_gold(gold)
+    if isinstance(predicted, pd.DataFrame):
+        order = pd.Index(predicted.columns if classes is None else list(classes))
+        missing = [c for c in order if c not in predicted.columns]
+        if missing:
+            raise ValueError(f"probas: no column for grade(s) {_show(missing)}")
+        values, columns = _gold_columns(gold, predicted[order])
+        distance = np.abs(np.arange(len(order))[None, :] - columns[:, None])
+        return float(np.mean(np.sum(values * distance, axis=1)))
+    if not isinstance(predicted, pd.Series):
+        raise TypeError(
+            "predicted must be a pandas Series of grades or a DataFrame of grade probabilities "
+            f"indexed by task; got {type(predicted).__name__}"
+        )
+    rows = _positions(gold.index, predicted.index, "predicted")
+    guessed = predicted.to_numpy()[rows]
+    if classes is None:
+        seen = pd.unique(np.concatenate([gold.to_numpy(), guessed]))
+        numeric = (int, float, np.number)
+        if not all(isinstance(v, numeric) and not isinstance(v, bool) for v in seen):
+            raise ValueError(
+                "mean_absolute_error: the grades are not numbers; pass classes=[...] in "
+                f"order, lowest first (got {_show(seen)})"
+            )
+        classes = sorted(seen)
+    order = pd.Index(list(classes))
+    positions = []
+    for what, values in (("gold", gold.to_numpy()), ("predicted", guessed)):
+        codes = order.get_indexer(values)
+        unknown = np.flatnonzero(codes < 0)
+        if unknown.size:
+            raise ValueError(
+                f"{what}: {unknown.size} grade(s) are not among the classes {list(order)}: "
+                f"{_show(pd.unique(values[unknown]))}"
+            )
+        positions.append(codes)
+    return float(np.mean(np.abs(positions[1] - positions[0])))
 
 
 def worker_recovery_error(

@@ -334,6 +334,18 @@ def test_same_seed_same_draws_and_chains_differ():
     np.testing.assert_array_equal(small_fit(7).concentration_samples_, 1.0)
 
 
+def test_chains_in_processes_give_the_same_draws():
+    """Each chain has its own generator: three chains on one process or two, the same draws."""
+    alone = small_fit(5, n_chains=3, n_jobs=1, concentration_prior=(1.0, 1.0))
+    forked = small_fit(5, n_chains=3, n_jobs=2, concentration_prior=(1.0, 1.0))
+    np.testing.assert_array_equal(alone.memberships_, forked.memberships_)
+    np.testing.assert_array_equal(alone.concentration_samples_, forked.concentration_samples_)
+    pd.testing.assert_series_equal(
+        alone.predict_proba(["item1"], ["item2"], worker="user3"),
+        forked.predict_proba(["item1"], ["item2"], worker="user3"),
+    )
+
+
 def test_save_and_load_round_trip(tmp_path):
     """``crowdbayes.base.load`` restores the model: identical summaries, personal and new-worker
     predictions, and the CLI's communities table."""

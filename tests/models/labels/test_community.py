@@ -61,6 +61,17 @@ def test_fit_dirichlet_rows_increases_weighted_likelihood_and_respects_cap():
     assert capped.sum(axis=1).max() <= 5.0 + 1e-9
 
 
+def test_fit_dirichlet_rows_keeps_a_row_without_counts():
+    """No table has counts in row 1: it carries no evidence and keeps its start (it used to
+    collapse to the floor ``min_alpha``); the other rows still move."""
+    counts = np.zeros((4, 2, 2))
+    counts[:, 0] = [[3, 1], [4, 0], [2, 2], [5, 1]]
+    start = np.array([[1.0, 1.0], [2.0, 1.0]])
+    alpha = fit_dirichlet_rows(start, counts, np.ones(4), steps=10)
+    np.testing.assert_array_equal(alpha[1], start[1])
+    assert not np.allclose(alpha[0], start[0])
+
+
 def test_predictive_moments_match_monte_carlo():
     rng = np.random.default_rng(2)
     stats_ = rng.integers(0, 5, size=(2, 3, 3)).astype(float)

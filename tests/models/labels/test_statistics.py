@@ -182,7 +182,7 @@ def test_plackett_luce_vi_statistics_add_over_query_partitions():
 
     first = add_stats(*(stats for _, stats in started))
     mean2, cov2, history, run = iterate_bound(first, pass_stats, prior, tol=1e-8, max_iter=500)
-    reference = PlackettLuceVI(eta=0.5, tol=1e-8, max_iter=500, accelerate=False).fit(
+    reference = PlackettLuceVI(eta=0.5, tol=1e-8, max_iter=500, accelerate=False, centre=False).fit(
         Rankings(table, features)
     )
     assert run.n_iter == reference.n_iter_

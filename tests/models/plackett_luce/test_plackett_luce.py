@@ -25,7 +25,7 @@ from crowdbayes.models.plackett_luce._bounds import (
     softmax_log_bound,
 )
 from crowdbayes.models.plackett_luce._stages import stage_log_proba
-from pl_simulate import simulate_rankings
+from pl_simulate import simulate_rankings, simulate_tables
 
 
 # -- Lemma 1 --------------------------------------------------------------------------------------
@@ -107,6 +107,29 @@ def test_pairs_coincide_with_jaakkola_jordan_logistic_vi():
     mean, cov = _jaakkola_jordan_logistic(D, 1.5)
     np.testing.assert_allclose(model.coef_.to_numpy(), mean, atol=1e-8)
     np.testing.assert_allclose(model.coef_cov_.to_numpy(), cov, atol=1e-8)
+
+
+def test_centring_tightens_the_set_bound_and_leaves_pairs_unchanged():
+    """Eq. 3 ignores a shift of every feature vector, and so does the centred fit; the paper's
+    bound on sets of three or more does not, and centring makes it tighter (higher L̄)."""
+    table, features, _ = simulate_tables(9, set_size=4, n_queries=200)
+    shifted = features.copy()
+    shifted[shifted.columns[1:]] += 5.0
+
+    def fit(items, centre, data=table):
+        return PlackettLuceVI(eta=1.0, tol=1e-10, centre=centre).fit(Rankings(data, items))
+
+    centred, moved = fit(features, True), fit(shifted, True)
+    np.testing.assert_allclose(moved.coef_, centred.coef_, atol=1e-8)
+    np.testing.assert_allclose(moved.coef_cov_, centred.coef_cov_, atol=1e-8)
+    assert moved.lower_bound_ == pytest.approx(centred.lower_bound_, rel=1e-10)
+    assert moved.lower_bound_ > fit(shifted, False).lower_bound_ + 1.0
+
+    pairs, pair_features, _ = simulate_tables(10, set_size=2, n_queries=200)
+    pair_features[pair_features.columns[0]] += 5.0
+    np.testing.assert_allclose(
+        fit(pair_features, True, pairs).coef_cov_, fit(pair_features, False, pairs).coef_cov_
+    )
 
 
 def test_newton_and_the_papers_alternation_reach_the_same_posterior():
@@ -289,6 +312,17 @@ def test_gibbs_is_reproducible_with_a_seed():
     a = PlackettLuceGibbs(n_samples=50, n_warmup=10, random_state=5).fit(rankings).samples_
     b = PlackettLuceGibbs(n_samples=50, n_warmup=10, random_state=5).fit(rankings).samples_
     np.testing.assert_array_equal(a, b)
+
+
+def test_gibbs_chains_in_processes_give_the_same_draws():
+    """Each chain has its own generator: one process or two (three chains), the same draws."""
+    table, _ = _pairwise(4, n_items=8, n_pairs=200)
+    rankings = Rankings.from_pairs(table)
+    options = dict(n_samples=40, n_warmup=10, n_chains=3, random_state=2)
+    alone = PlackettLuceGibbs(n_jobs=1, **options).fit(rankings).samples_
+    forked = PlackettLuceGibbs(n_jobs=2, **options).fit(rankings).samples_
+    np.testing.assert_array_equal(alone, forked)
+    assert not np.array_equal(alone[0], alone[1])  # the chains are not copies
 
 
 # -- predictions ----------------------------------------------------------------------------------

@@ -36,11 +36,12 @@ from ...gp import (
 )
 from ...gp.prior import ITEM_PRIOR_CONSTRAINTS, item_inputs
 from ...inference import rhat
+from ...inference.parallel import resolve_n_jobs
 from ...kernels import Kernel
 from ...linalg import safe_cholesky
 from ._crp import canonical_labels, co_membership, least_squares_partition
 from .community import SamplerSettings, UserData, fit_community
-from .sampler import SAMPLERS, run_chain
+from .sampler import SAMPLERS, sample_chains
 
 __all__ = ["CommunityPreferences", "communities_table"]
 
@@ -82,7 +83,12 @@ class CommunityPreferences(Estimator):
     n_sweeps, burn_in, thin : int
         Gibbs sweeps per chain; draws kept after ``burn_in`` sweeps, every ``thin``-th.
     n_chains : int
-        Independent chains (spawned random generators), run one after the other.
+        Independent chains (spawned random generators).
+    n_jobs : int or None
+        Processes the chains run on (forked; ``-1``: every available core). ``None`` (default)
+        uses every available core when the sampling is long enough to pay for starting
+        processes, otherwise one. The results do not depend on it: each chain draws from its
+        own generator, spawned from ``random_state``.
     n_predictive : int
         Kept draws per chain whose community posteriors are stored for :meth:`predict_proba`.
     init : "sequential" or int
@@ -105,7 +111,7 @@ class CommunityPreferences(Estimator):
         it equals the exact EP. None (default): exact.
     random_state : int, Generator or None
     progress : bool
-        Show a progress bar over the sweeps of each chain.
+        Show a progress bar over the sweeps (the chains' mean).
 
     Attributes
     ----------
@@ -149,6 +155,7 @@ class CommunityPreferences(Estimator):
         "ep_max_iter": [POSITIVE_INT],
         "ep_tol": [NON_NEGATIVE],
         "n_inducing": [Interval(numbers.Integral, 2, None), None],
+        "n_jobs": [None, Options(-1), POSITIVE_INT],
         "random_state": list(RANDOM_STATE),
         "progress": [bool],
     }
@@ -177,6 +184,7 @@ class CommunityPreferences(Estimator):
         ep_max_iter: int = 100,
         ep_tol: float = 1e-3,
         n_inducing: int | None = None,
+        n_jobs: int | None = None,
         random_state: RandomState = None,
         progress: bool = False,
     ) -> None:
@@ -199,6 +207,7 @@ class CommunityPreferences(Estimator):
         self.ep_max_iter = ep_max_iter
         self.ep_tol = ep_tol
         self.n_inducing = n_inducing
+        self.n_jobs = n_jobs
         self.random_state = random_state
         self.progress = progress
 
@@ -227,21 +236,21 @@ class CommunityPreferences(Estimator):
                 "items are independent and inducing items carry nothing about the others)"
             )
         settings = self._settings()
-        chains = []
-        for i, rng in enumerate(spawn_generators(self.random_generator(), self.n_chains)):
-            chains.append(
-                run_chain(
-                    self._users,
-                    settings,
-                    rng,
-                    n_sweeps=self.n_sweeps,
-                    burn_in=self.burn_in,
-                    thin=self.thin,
-                    n_predictive=self.n_predictive,
-                    progress=self.progress,
-                    desc=f"{name} chain {i + 1}/{self.n_chains}",
-                )
-            )
+        n_jobs = resolve_n_jobs(
+            self.n_jobs, self.n_chains, self.n_chains * self.n_sweeps * self._users.n_users * 2e-3
+        )
+        chains = sample_chains(
+            self._users,
+            settings,
+            spawn_generators(self.random_generator(), self.n_chains),
+            n_sweeps=self.n_sweeps,
+            burn_in=self.burn_in,
+            thin=self.thin,
+            n_predictive=self.n_predictive,
+            n_jobs=n_jobs,
+            progress=self.progress,
+            desc=f"{name} sweeps",
+        )
         self.history_ = [c.history for c in chains]
         self.n_ep_unconverged_ = sum(c.n_ep_unconverged for c in chains)
         self.n_split_merge_accepted_ = sum(c.n_split_merge_accepted for c in chains)

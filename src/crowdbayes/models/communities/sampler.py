@@ -46,7 +46,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy.special import gammaln
 
-from ...inference.driver import run_iterations
+from ...inference.parallel import run_chains
 from ._adf import adf_filter, adf_log_evidence
 from ._crp import sample_concentration
 from .community import (
@@ -58,7 +58,7 @@ from .community import (
     user_marginal,
 )
 
-__all__ = ["SAMPLERS", "ChainResult", "run_chain"]
+__all__ = ["SAMPLERS", "ChainResult", "sample_chains"]
 
 SAMPLERS = ("blocked", "collapsed")
 
@@ -376,47 +376,92 @@ class _Chain:
         return out
 
 
-def run_chain(
+def sample_chains(
     data: UserData,
     settings: SamplerSettings,
-    rng: np.random.Generator,
+    rngs: list[np.random.Generator],
     *,
     n_sweeps: int,
     burn_in: int,
     thin: int,
     n_predictive: int,
+    n_jobs: int = 1,
     progress: bool = False,
     desc: str = "Gibbs sweeps",
-) -> ChainResult:
-    """Run one chain for ``n_sweeps`` sweeps; keep every ``thin``-th draw after ``burn_in``,
-    and the community posteriors of ``n_predictive`` of them (evenly spaced)."""
-    chain = _Chain(data, settings, rng)
+) -> list[ChainResult]:
+    """Run one chain per generator for ``n_sweeps`` sweeps (on ``n_jobs`` processes,
+    :func:`~crowdbayes.inference.parallel.run_chains`); keep every ``thin``-th draw after
+    ``burn_in``, and the community posteriors of ``n_predictive`` of them (evenly spaced)."""
     kept = np.arange(burn_in, n_sweeps, thin)
     spaced = np.unique(np.linspace(0, len(kept) - 1, n_predictive).round().astype(np.int64))
-    predictive = set(kept[spaced].tolist())
-    memberships, sizes, lams, pred, pred_lams = [], [], [], [], []
-    versions: dict[int, tuple] = {}
-
-    def step(iteration: int) -> float:
-        k = chain.sweep()
-        if iteration >= burn_in and (iteration - burn_in) % thin == 0:
-            memberships.append(chain.z.copy())
-            sizes.append(int(k))
-            lams.append(chain.lam)
-            if iteration in predictive:
-                pred.append(chain.version_of_users(versions))
-                pred_lams.append(chain.lam)
-        return k
-
-    result = run_iterations(step, max_iter=n_sweeps, progress=progress, desc=desc)
-    return ChainResult(
-        memberships=np.array(memberships, dtype=np.int64).reshape(-1, data.n_users),
-        n_communities=np.array(sizes, dtype=np.int64),
-        concentration=np.array(lams),
-        predictive=np.array(pred, dtype=np.int64).reshape(-1, data.n_users),
-        predictive_concentration=np.array(pred_lams),
-        versions=versions,
-        history=result.history,
-        n_ep_unconverged=chain.n_ep_unconverged,
-        n_split_merge_accepted=chain.n_split_merge_accepted,
+    plan = _Plan(n_sweeps, burn_in, thin, frozenset(kept[spaced].tolist()))
+    runs = run_chains(
+        _record_sweep,
+        [_ChainRun(rng) for rng in rngs],
+        (data, settings, plan),
+        n_sweeps=n_sweeps,
+        n_jobs=n_jobs,
+        progress=progress,
+        desc=desc,
     )
+    return [run.result for run in runs]
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """Which sweeps a chain keeps: every ``thin``-th from ``burn_in``; ``predictive`` also keep
+    their community posteriors."""
+
+    n_sweeps: int
+    burn_in: int
+    thin: int
+    predictive: frozenset
+
+
+@dataclass
+class _ChainRun:
+    """One chain and the draws it keeps. The chain is built in its first sweep, wherever it
+    runs, and dropped after its last, so only the generator goes to a chain process and only
+    the kept draws (``result``) come back."""
+
+    rng: np.random.Generator
+    chain: _Chain | None = None
+    memberships: list = field(default_factory=list)
+    sizes: list = field(default_factory=list)
+    lams: list = field(default_factory=list)
+    predictive: list = field(default_factory=list)
+    predictive_lams: list = field(default_factory=list)
+    versions: dict = field(default_factory=dict)
+    history: list = field(default_factory=list)
+    result: ChainResult | None = None
+
+
+def _record_sweep(
+    run: _ChainRun, iteration: int, data: UserData, settings: SamplerSettings, plan: _Plan
+) -> None:
+    """One sweep of ``run``'s chain, keeping the draw where ``plan`` says so."""
+    if run.chain is None:
+        run.chain = _Chain(data, settings, run.rng)
+    chain = run.chain
+    k = chain.sweep()
+    run.history.append(float(k))
+    if iteration >= plan.burn_in and (iteration - plan.burn_in) % plan.thin == 0:
+        run.memberships.append(chain.z.copy())
+        run.sizes.append(int(k))
+        run.lams.append(chain.lam)
+        if iteration in plan.predictive:
+            run.predictive.append(chain.version_of_users(run.versions))
+            run.predictive_lams.append(chain.lam)
+    if iteration == plan.n_sweeps - 1:
+        run.result = ChainResult(
+            memberships=np.array(run.memberships, dtype=np.int64).reshape(-1, data.n_users),
+            n_communities=np.array(run.sizes, dtype=np.int64),
+            concentration=np.array(run.lams),
+            predictive=np.array(run.predictive, dtype=np.int64).reshape(-1, data.n_users),
+            predictive_concentration=np.array(run.predictive_lams),
+            versions=run.versions,
+            history=run.history,
+            n_ep_unconverged=chain.n_ep_unconverged,
+            n_split_merge_accepted=chain.n_split_merge_accepted,
+        )
+        run.chain = None

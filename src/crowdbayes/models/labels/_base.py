@@ -3,6 +3,7 @@ results indexed by the user's ids, and the gold-clamping and vote-share starting
 
 from __future__ import annotations
 
+import os
 from abc import abstractmethod
 
 import numpy as np
@@ -13,7 +14,7 @@ from ...base import Estimator
 from ...data import Labels, as_labels
 from ...data.io import TableLike
 
-__all__ = ["LabelModel", "clamp_gold", "vote_share_start"]
+__all__ = ["LabelModel", "clamp_gold", "feedback_tasks", "vote_share_start"]
 
 
 def clamp_gold(log_weights: np.ndarray, gold_codes: np.ndarray) -> np.ndarray:
@@ -28,6 +29,13 @@ def clamp_gold(log_weights: np.ndarray, gold_codes: np.ndarray) -> np.ndarray:
     clamped[:, tasks] = -np.inf
     clamped[gold_codes[tasks], tasks] = keep
     return clamped
+
+
+def feedback_tasks(labels) -> np.ndarray:
+    """The tasks whose posterior may feed back into the worker and prevalence estimates: every
+    task but those that only one worker labelled and that have no gold (Plummer's "cut",
+    Plummer 2015, Statistics and Computing 25: such a label can only agree with itself)."""
+    return (labels.workers_per_task >= 2) | (labels.gold_codes >= 0)
 
 
 def vote_share_start(labels: Labels) -> np.ndarray:
@@ -55,14 +63,47 @@ class LabelModel(Estimator):
     _abstract = True
     #: minimum number of distinct workers the model needs (worker models need two)
     min_workers = 2
+    #: True for models of ordered grades: they take only ``Labels(..., ordered=True)``, and the
+    #: nominal models (False) take only unordered labels
+    ordinal = False
 
     def fit(self, labels: Labels | TableLike) -> LabelModel:
         """Fit the model to ``labels`` (a :class:`~crowdbayes.Labels`, DataFrame or path)."""
         self.check_params()
-        labels = as_labels(labels)
-        labels.require_workers(self.min_workers, type(self).__name__)
+        labels = self._check_labels(labels)
         self._fit(labels)
         return self
+
+    def _check_labels(self, labels: Labels | TableLike) -> Labels:
+        """``labels`` as a :class:`~crowdbayes.Labels`; refuse other containers (continuous
+        ``Values``), too few workers, and ordered grades given to a nominal model or unordered
+        classes to an ordinal one (either would silently mean something else)."""
+        name = type(self).__name__
+        if not isinstance(labels, (Labels, pd.DataFrame, str, os.PathLike)):
+            raise TypeError(
+                f"{name} fits class labels (Labels, a DataFrame or a path); got "
+                f"{type(labels).__name__}"
+                + (
+                    " (continuous values: use ContinuousAggregation)"
+                    if type(labels).__name__ == "Values"
+                    else ""
+                )
+            )
+        labels = as_labels(labels)
+        labels.require_workers(self.min_workers, name)
+        if labels.ordered and not self.ordinal:
+            raise ValueError(
+                f"{name} treats classes as unordered, but these labels are ordered grades "
+                f"{list(labels.classes)}: use an ordinal model (OrdinalDawidSkene), or declare "
+                "the labels with ordered=False to treat the grades as unordered classes"
+            )
+        if self.ordinal and not labels.ordered:
+            raise ValueError(
+                f"{name} models ordered grades, but these labels are unordered classes "
+                f"{list(labels.classes)}: declare the labels with ordered=True (and classes=[...] "
+                "lowest first unless the labels are numbers)"
+            )
+        return labels
 
     @abstractmethod
     def _fit(self, labels: Labels) -> None:

@@ -24,7 +24,7 @@ from ...annotators import confusion_statistics, label_log_likelihood
 from ...data.labels import LabelBlock
 from ...inference.statistics import Globals, Stats
 from ...maths import softmax_classes
-from ._base import clamp_gold, vote_share_start
+from ._base import clamp_gold, feedback_tasks, vote_share_start
 from .statistics import StatsLabelModel
 
 __all__ = ["ConfusionStatsModel", "with_logs"]
@@ -64,7 +64,7 @@ class ConfusionStatsModel(StatsLabelModel):
     def _posterior_stats(self, block: LabelBlock, resp: np.ndarray, log_evidence: float) -> Stats:
         counted, sums_to_one = resp, True
         if self.cut_single_worker_tasks:
-            single = (block.workers_per_task < 2) & (block.gold_codes < 0)
+            single = ~feedback_tasks(block)
             if single.any():
                 counted, sums_to_one = resp * ~single, False
         stats = {

@@ -46,7 +46,7 @@ from ...maths import (
 )
 from ._base import clamp_gold
 
-__all__ = ["GibbsSettings", "ChainState", "run_sweep", "run_chain", "chain_sweep"]
+__all__ = ["GibbsSettings", "ChainState", "run_sweep", "chain_sweep"]
 
 
 @dataclass(frozen=True)
@@ -315,29 +315,9 @@ def run_sweep(
         blocked_sweep(chain, labels, settings, pivot, record, refresh)
 
 
-def run_chain(
-    numbered: tuple[int, ChainState],
-    labels: Labels,
-    settings: GibbsSettings,
-    pivot: np.ndarray,
-    index: LabelIndex | None,
-    n_warmup: int,
-    n_samples: int,
-    counters=None,
-) -> ChainState:
-    """All ``n_warmup + n_samples`` sweeps of chain ``numbered = (number, chain)``, writing the
-    sweeps done to ``counters[number]`` if given. The chain only uses its own generator, so it
-    gives the same draws in any process, alone or beside other chains."""
-    number, chain = numbered
-    for sweep in range(n_warmup + n_samples):
-        chain_sweep(chain, labels, settings, pivot, index, n_warmup, sweep)
-        if counters is not None:
-            counters[number] = sweep + 1
-    return chain
-
-
-def chain_sweep(chain, labels, settings, pivot, index, n_warmup: int, sweep: int) -> None:
-    """Sweep number ``sweep`` of a chain: accumulating from ``n_warmup`` on."""
+def chain_sweep(chain, sweep: int, labels, settings, pivot, index, n_warmup: int) -> None:
+    """Sweep number ``sweep`` of a chain: accumulating from ``n_warmup`` on (the ``sweep`` of
+    :func:`~crowdbayes.inference.parallel.run_chains`)."""
     if sweep == n_warmup:
         start_accumulating(chain, labels)
     refresh = settings.hyperprior == "sample" and sweep in reference_sweeps(n_warmup)

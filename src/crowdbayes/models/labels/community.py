@@ -11,7 +11,7 @@ from ...base import OPEN_UNIT, POSITIVE, POSITIVE_INT, TOLERANCE
 from ...data import Labels
 from ...inference import run_iterations
 from ...maths import beta_interval, softmax_classes
-from ._base import LabelModel, clamp_gold, vote_share_start
+from ._base import LabelModel, clamp_gold, feedback_tasks, vote_share_start
 
 __all__ = ["CommunityDawidSkene"]
 
@@ -45,7 +45,16 @@ class CommunityDawidSkene(LabelModel):
       :math:`\rho_m \propto \sum_j q(z_j = m) + 1`.
 
     Communities start from the workers' agreement with majority vote, split into
-    ``n_communities`` equal groups (low to high).
+    ``n_communities`` equal groups (low to high), and every community prior from
+    ``initial_concentration`` off the diagonal and twice that on it (workers better than
+    chance), fitted to those counts.
+
+    Tasks that one worker labelled (and that have no gold) are labelled but cut from the
+    counts, the communities and the prevalence, as in :class:`BayesianDawidSkene`: such a
+    label only agrees with itself, so letting it feed back makes every worker look perfect
+    and can put every task in one class (RTE with one label per task: accuracy 0.500 claiming
+    0.976). With no evidence left, a community prior stays at its start and a task follows
+    its label, as majority vote does.
 
     Parameters
     ----------
@@ -55,7 +64,8 @@ class CommunityDawidSkene(LabelModel):
     max_prior_scale : float
         Cap on each community prior row's total concentration, per class.
     initial_concentration : float
-        Starting value of every prior concentration before the first empirical-Bayes fit.
+        Starting off-diagonal prior concentration (the diagonal starts at twice it) before
+        the first empirical-Bayes fit.
     max_iter, tol : int, float
         Stop when no task probability changes by more than ``tol`` in an iteration.
     prior_steps : int
@@ -108,10 +118,15 @@ class CommunityDawidSkene(LabelModel):
     def _fit(self, labels: Labels) -> None:
         n_classes, n_groups = labels.n_classes, self.n_communities
         cap = self.max_prior_scale * n_classes
+        counted = feedback_tasks(labels)
+
+        def statistics(resp: np.ndarray) -> np.ndarray:
+            return confusion_statistics(labels, resp * counted, sums_to_one=counted.all())
+
         state = {"resp": vote_share_start(labels)}
-        stats = confusion_statistics(labels, state["resp"])
+        stats = statistics(state["resp"])
         membership = _initial_communities(stats, n_groups)
-        start = np.full((n_classes, n_classes), float(self.initial_concentration))
+        start = float(self.initial_concentration) * (1.0 + np.eye(n_classes))
         state["alpha"] = np.stack(
             [
                 fit_dirichlet_rows(start, stats, membership[:, m], steps=20, max_scale=cap)
@@ -119,6 +134,7 @@ class CommunityDawidSkene(LabelModel):
             ]
         )
         state["membership"], state["weights"] = membership, membership.mean(axis=0)
+        state["counted"] = counted
 
         def update_communities(stats: np.ndarray) -> None:
             log_member = np.log(state["weights"]) + dirichlet_multinomial_log_likelihoods(
@@ -140,12 +156,12 @@ class CommunityDawidSkene(LabelModel):
             )
 
         def step(_: int) -> float:
-            stats = confusion_statistics(labels, state["resp"])
+            stats = statistics(state["resp"])
             update_communities(stats)
             state["stats"] = stats
             mean, _ = _predictive_moments(stats, state["alpha"], state["membership"])
             log_lik, _ = label_log_likelihood(labels, np.log(mean))
-            prevalence = self.prior_prevalence + state["resp"].sum(axis=1)
+            prevalence = self.prior_prevalence + (state["resp"] * counted).sum(axis=1)
             log_joint = clamp_gold(np.log(prevalence)[:, None] + log_lik, labels.gold_codes)
             resp = softmax_classes(log_joint)[0]
             change = float(np.abs(resp - state["resp"]).max())
@@ -168,7 +184,7 @@ class CommunityDawidSkene(LabelModel):
     def _summarise(self, labels: Labels, state: dict) -> None:
         resp = state["resp"]
         self._set_task_results(labels, resp)
-        prevalence = self.prior_prevalence + resp.sum(axis=1)
+        prevalence = self.prior_prevalence + (resp * state["counted"]).sum(axis=1)
         self._set_prevalence(labels, prevalence / prevalence.sum())
         mean, variance = _predictive_moments(state["stats"], state["alpha"], state["membership"])
         lower, upper = beta_interval(mean, variance, self.credible_level)

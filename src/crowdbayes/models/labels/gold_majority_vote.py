@@ -9,7 +9,7 @@ import pandas as pd
 
 from ..._utils import RandomState
 from ...base import RANDOM_STATE
-from ...data import Labels, as_labels
+from ...data import Labels
 from ...data.io import TableLike
 from ._skills import (
     SkillLabelModel,
@@ -61,10 +61,9 @@ class GoldMajorityVote(SkillLabelModel):
     def fit(self, labels: Labels | TableLike, gold=None) -> GoldMajorityVote:
         """Fit to ``labels``, with the gold of ``labels`` or the ``gold`` given here."""
         self.check_params()
-        labels = as_labels(labels)
+        labels = self._check_labels(labels)
         if gold is not None:
             labels = with_gold(labels, gold, type(self).__name__)
-        labels.require_workers(self.min_workers, type(self).__name__)
         self._fit(labels)
         return self
 

@@ -21,8 +21,7 @@ from ...base import (
 from ...data import Labels
 from ...exceptions import ConvergenceWarning, DivergenceWarning
 from ...inference.diagnostics import ess_bulk, ess_tail, rhat, rhat_from_moments
-from ...inference.driver import run_iterations
-from ...inference.parallel import chain_processes, resolve_n_jobs, sweep_counters, wait_for
+from ...inference.parallel import resolve_n_jobs, run_chains
 from ...maths import beta_interval
 from . import _gibbs
 from ._base import LabelModel
@@ -201,25 +200,15 @@ class HierarchicalAnnotation(LabelModel):
         n_sweeps = self.n_warmup + self.n_samples
         shared = (labels, settings, pivot, index, self.n_warmup)
         n_jobs = resolve_n_jobs(self.n_jobs, self.n_chains, self._estimated_seconds(labels))
-        if n_jobs > 1:  # chains in processes; progress = the chains' mean sweep count (with
-            # more chains than processes some chains only start when others end)
-            counters = sweep_counters(self.n_chains)
-            work = (*shared, self.n_samples, counters)
-            with chain_processes(_gibbs.run_chain, work, n_jobs) as submit:
-                futures = submit(list(enumerate(chains)))
-
-                def step(sweep: int) -> None:
-                    wait_for(futures, lambda: sum(counters) >= (sweep + 1) * self.n_chains)
-
-                run_iterations(step, max_iter=n_sweeps, progress=self.progress, desc="Gibbs sweeps")
-                chains = [future.result() for future in futures]
-        else:
-
-            def step(sweep: int) -> None:
-                for chain in chains:
-                    _gibbs.chain_sweep(chain, *shared, sweep)
-
-            run_iterations(step, max_iter=n_sweeps, progress=self.progress, desc="Gibbs sweeps")
+        chains = run_chains(
+            _gibbs.chain_sweep,
+            chains,
+            shared,
+            n_sweeps=n_sweeps,
+            n_jobs=n_jobs,
+            progress=self.progress,
+            desc="Gibbs sweeps",
+        )
         self.n_iter_, self.converged_ = n_sweeps, None
         self._summarise(labels, chains)
 

@@ -20,7 +20,7 @@ import pandas as pd
 
 from ...base import load
 from ...data.io import TableLike
-from ...data.labels import LabelBlock, Labels, as_labels
+from ...data.labels import LabelBlock, Labels
 from ...inference.statistics import Globals, Stats, StatsFit, add_stats, iterate_statistics
 from ._base import LabelModel
 
@@ -96,8 +96,7 @@ class StatsLabelModel(LabelModel):
         saved with ``save``) starts the iterations from its globals: see :meth:`warm_start`.
         """
         self.check_params()
-        labels = as_labels(labels)
-        labels.require_workers(self.min_workers, type(self).__name__)
+        labels = self._check_labels(labels)
         start = None if init is None else self.warm_start(init, labels.workers, labels.classes)
         self._fit_with(labels, start)
         return self
@@ -223,7 +222,7 @@ class StatsLabelModel(LabelModel):
         batch = (
             new_labels
             if isinstance(new_labels, Labels)
-            else Labels(new_labels, classes=list(self.classes_))
+            else Labels(new_labels, classes=list(self.classes_), ordered=self.ordinal)
         )
         if not batch.classes.equals(self.classes_):
             raise ValueError(

@@ -19,6 +19,7 @@ J. Comput. Graph. Stat. 2012.
 
 from __future__ import annotations
 
+from dataclasses import InitVar, dataclass, field
 from numbers import Integral
 
 import numpy as np
@@ -33,10 +34,12 @@ from ...base import (
     RANDOM_STATE,
     TOLERANCE,
     Interval,
+    Options,
 )
 from ...data.rankings import Rankings
 from ...inference.diagnostics import summarize
 from ...inference.driver import run_iterations
+from ...inference.parallel import resolve_n_jobs, run_chains
 from ...inference.squarem import squarem_cycle
 from ._base import ItemScoreModel
 
@@ -207,6 +210,11 @@ class PlackettLuceGibbs(ItemScoreModel):
         Gamma(a, β) prior on every s_i (proper: β > 0).
     n_samples, n_warmup, n_chains : int
         Recorded sweeps per chain, discarded warm-up sweeps, independent chains.
+    n_jobs : int or None
+        Processes the chains run on (forked; ``-1``: every available core). ``None`` (default)
+        uses every available core when the sweeps are long enough to pay for starting
+        processes, otherwise one. The results do not depend on it: each chain draws from its
+        own generator, spawned from ``random_state``.
     random_state : int, Generator or None
     progress : bool
 
@@ -225,6 +233,7 @@ class PlackettLuceGibbs(ItemScoreModel):
         "n_samples": [Interval(Integral, 4, None)],
         "n_warmup": [NON_NEGATIVE_INT],
         "n_chains": [POSITIVE_INT],
+        "n_jobs": [None, Options(-1), POSITIVE_INT],
         "random_state": RANDOM_STATE,
         "progress": [bool],
     }
@@ -237,6 +246,7 @@ class PlackettLuceGibbs(ItemScoreModel):
         n_samples: int = 1000,
         n_warmup: int = 200,
         n_chains: int = 2,
+        n_jobs: int | None = None,
         random_state=None,
         progress: bool = False,
     ) -> None:
@@ -245,33 +255,35 @@ class PlackettLuceGibbs(ItemScoreModel):
         self.n_samples = n_samples
         self.n_warmup = n_warmup
         self.n_chains = n_chains
+        self.n_jobs = n_jobs
         self.random_state = random_state
         self.progress = progress
 
     def _fit(self, rankings: Rankings) -> None:
-        posterior_shape = self.shape + _wins(rankings)
-        sums = _SetSums(rankings)
-        rngs = spawn_generators(self.random_generator(), self.n_chains)
-        samples = np.empty((self.n_chains, self.n_samples, rankings.n_items))
-        for chain, rng in enumerate(rngs):
-            scores = rng.gamma(self.shape, 1.0 / self.rate, size=rankings.n_items)
-
-            def sweep(iteration: int, chain=chain, rng=rng) -> None:
-                nonlocal scores
-                arrival = rng.exponential(1.0 / sums.totals(scores))
-                scores = rng.gamma(posterior_shape, 1.0 / (self.rate + sums.per_item(arrival)))
-                total = rng.gamma(rankings.n_items * self.shape, 1.0 / self.rate)
-                scores *= total / scores.sum()
-                if iteration >= self.n_warmup:
-                    log_s = np.log(scores)
-                    samples[chain, iteration - self.n_warmup] = log_s - log_s.mean()
-
-            run_iterations(
-                sweep,
-                max_iter=self.n_warmup + self.n_samples,
-                progress=self.progress,
-                desc=f"PL-Gibbs chain {chain + 1}",
-            )
+        n_items, n_sweeps = rankings.n_items, self.n_warmup + self.n_samples
+        chains = [
+            _ScoreChain(rng, rng.gamma(self.shape, 1.0 / self.rate, size=n_items), self.n_samples)
+            for rng in spawn_generators(self.random_generator(), self.n_chains)
+        ]
+        shared = (
+            _SetSums(rankings),
+            self.shape + _wins(rankings),
+            float(self.shape),
+            float(self.rate),
+            self.n_warmup,
+        )
+        per_sweep = 2e-7 * (len(rankings.stage_items) + n_items)
+        n_jobs = resolve_n_jobs(self.n_jobs, self.n_chains, self.n_chains * n_sweeps * per_sweep)
+        chains = run_chains(
+            _caron_doucet_sweep,
+            chains,
+            shared,
+            n_sweeps=n_sweeps,
+            n_jobs=n_jobs,
+            progress=self.progress,
+            desc="PL-Gibbs sweeps",
+        )
+        samples = np.stack([chain.samples for chain in chains])
         self.item_ids_ = rankings.item_ids
         self.samples_ = samples
         flat = samples.reshape(-1, rankings.n_items)
@@ -287,3 +299,39 @@ class PlackettLuceGibbs(ItemScoreModel):
 
     def _draws(self, codes, n_draws, rng):
         return self.samples_.reshape(-1, len(self.item_ids_))[:, codes].T
+
+
+@dataclass
+class _ScoreChain:
+    """One chain of :class:`PlackettLuceGibbs`: its generator, current scores and the centred
+    log-scores recorded after warm-up."""
+
+    rng: np.random.Generator
+    scores: np.ndarray
+    n_samples: InitVar[int]
+    samples: np.ndarray = field(init=False)
+
+    def __post_init__(self, n_samples: int) -> None:
+        self.samples = np.empty((n_samples, len(self.scores)))
+
+
+def _caron_doucet_sweep(
+    chain: _ScoreChain,
+    sweep: int,
+    sums: _SetSums,
+    posterior_shape: np.ndarray,
+    shape: float,
+    rate: float,
+    n_warmup: int,
+) -> None:
+    """One sweep of Caron & Doucet (2012): the arrival times z_l ~ Exp(Σ_{t∈A_l} s_t), the
+    scores s_i | z ~ Gamma(a + n_i, β + Σ_l δ_li z_l), then the total Σ_i s_i redrawn from its
+    Gamma(N a, β) posterior; recorded (centred, in logs) from ``n_warmup`` on."""
+    rng = chain.rng
+    arrival = rng.exponential(1.0 / sums.totals(chain.scores))
+    scores = rng.gamma(posterior_shape, 1.0 / (rate + sums.per_item(arrival)))
+    total = rng.gamma(len(scores) * shape, 1.0 / rate)
+    chain.scores = scores * (total / scores.sum())
+    if sweep >= n_warmup:
+        log_s = np.log(chain.scores)
+        chain.samples[sweep - n_warmup] = log_s - log_s.mean()

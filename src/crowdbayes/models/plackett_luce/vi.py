@@ -40,6 +40,7 @@ import scipy.sparse as sp
 from scipy.linalg import cho_factor, cho_solve
 
 from ...base import NON_NEGATIVE, POSITIVE, POSITIVE_INT, TOLERANCE, Options
+from ...data.features import FeatureTable
 from ...data.rankings import Rankings
 from ...inference.driver import run_iterations
 from ...inference.squarem import squarem_cycle
@@ -49,7 +50,7 @@ from ._bounds import jj_lambda, jj_lambda_and_derivative, log_sigmoid
 from ._stages import segment_sum
 from .gaussian_vi import gaussian_vi_fit
 
-__all__ = ["PlackettLuceVI", "variational_bound_fit"]
+__all__ = ["PlackettLuceVI", "feature_centre", "variational_bound_fit"]
 
 DEFAULT_ETA_GRID = tuple(float(v) for v in np.logspace(-3, 3, 13))
 #: up to this many features the fit's products are thin: one BLAS thread runs them fastest
@@ -383,28 +384,62 @@ def _alternate(design, m_j, v_j, previous: _Bounds, inner: _Inner):
 
 
 def _newton(design, m_j, v_j, previous: _Bounds, inner: _Inner):
-    """The same argmax by Newton's method on α with ξ profiled out by Eq. 23.
+    """The same argmax by safeguarded Newton's method on α with ξ profiled out by Eq. 23.
 
     With ξ_j(α) from Eq. 23 the objective is F(α) = −α + Σ_j [log σ(ξ_j) − (m_j − α + ξ_j)/2]
     + const, strictly concave, with F′(α) = (m − 2)/2 + 2 Σ_j λ(ξ_j)(m_j − α) — zero exactly at
-    the fixed point of Eq. 22 — and F″(α) = −2 Σ_j [λ(ξ_j) + λ′(ξ_j)(m_j − α)²/ξ_j] < 0. Steps are
-    capped at 2 in size because F′ flattens far from the optimum. Converges in a few steps where
-    the alternation can need hundreds.
+    the fixed point of Eq. 22 — and F″(α) = −2 Σ_j [λ(ξ_j) + λ′(ξ_j)(m_j − α)²/ξ_j] < 0.
+    F′ flattens far from the optimum (it tends to −1 as α → ∞), where a plain Newton step
+    overshoots, so each set keeps a bracket [lo, hi] with F′(lo) > 0 > F′(hi) (lo = min_j m_j,
+    where every residual is ≥ 0; hi from :func:`_upper_bracket`) and a Newton step that leaves
+    it is replaced by bisection (Press et al., *Numerical Recipes*, ``rtsafe``). Converges in a
+    few steps where the alternation can need hundreds, also when the prior's variance is huge
+    and α has thousands to travel.
     """
     sizes, offsets = design.set_sizes, design.set_offsets
-    alpha = previous.alpha.copy()
+    lo = np.minimum.reduceat(m_j, offsets[:-1])
+    hi = _upper_bracket(design, m_j, v_j)
+    alpha = np.clip(previous.alpha, lo, hi)
     for _ in range(inner.max_iter):
-        residual = m_j - np.repeat(alpha, sizes)
-        xi = np.sqrt(v_j + residual**2)
-        lam, lam_derivative = jj_lambda_and_derivative(xi)
-        gradient = (sizes - 2) / 2.0 + 2.0 * segment_sum(lam * residual, offsets)
-        curvature_terms = lam + lam_derivative * residual**2 / np.maximum(xi, 1e-300)
-        curvature = -2.0 * segment_sum(curvature_terms, offsets)
-        step = np.clip(-gradient / curvature, -2.0, 2.0)
-        alpha = alpha + step
-        if np.max(np.abs(step)) < inner.tol:
+        gradient, curvature = _profiled_derivatives(design, m_j, v_j, alpha)
+        below = gradient > 0
+        lo, hi = np.where(below, alpha, lo), np.where(below, hi, alpha)
+        proposal = alpha - gradient / curvature
+        inside = (proposal >= lo) & (proposal <= hi)
+        new = np.where(inside, proposal, 0.5 * (lo + hi))
+        step, alpha = new - alpha, new
+        if np.all((np.abs(step) < inner.tol) | (np.abs(gradient) <= _GRADIENT_ROUNDOFF * sizes)):
             break
     return alpha, _xi_update(design, m_j, v_j, alpha)
+
+
+#: |F′| below this times the set size is rounding noise (F′ sums O(1) terms)
+_GRADIENT_ROUNDOFF = 64 * np.finfo(np.float64).eps
+
+
+def _profiled_derivatives(design, m_j, v_j, alpha):
+    """F′(α) and F″(α) of :func:`_newton`, per set."""
+    residual = m_j - np.repeat(alpha, design.set_sizes)
+    xi = np.sqrt(v_j + residual**2)
+    lam, lam_derivative = jj_lambda_and_derivative(xi)
+    gradient = (design.set_sizes - 2) / 2.0 + 2.0 * segment_sum(lam * residual, design.set_offsets)
+    curvature_terms = lam + lam_derivative * residual**2 / np.maximum(xi, 1e-300)
+    return gradient, -2.0 * segment_sum(curvature_terms, design.set_offsets)
+
+
+def _upper_bracket(design, m_j, v_j):
+    """Per set an α with F′(α) < 0: max_j m_j + R, R = √(m·max_j v_j) + m + 2 doubled where
+    needed (F′ → −1 as α → ∞, so a few doublings at most)."""
+    offsets = design.set_offsets
+    reach = np.sqrt(design.set_sizes * np.maximum.reduceat(v_j, offsets[:-1])) + design.set_sizes
+    top = np.maximum.reduceat(m_j, offsets[:-1])
+    for _ in range(64):
+        hi = top + reach + 2.0
+        gradient, _ = _profiled_derivatives(design, m_j, v_j, hi)
+        if not (gradient >= 0).any():
+            return hi
+        reach = np.where(gradient >= 0, 2.0 * reach + 2.0, reach)
+    return hi
 
 
 def variational_bound_fit(
@@ -459,6 +494,12 @@ def variational_bound_fit(
     )
 
 
+def feature_centre(features: FeatureTable) -> np.ndarray:
+    """The point ``PlackettLuceVI(centre=True)`` moves the features to 0: the mean row of the
+    whole feature table (so an in-memory and a distributed fit centre alike)."""
+    return features.values.mean(axis=0)
+
+
 def make_inner(inner: str, inner_tol: float, inner_max_iter: int) -> _Inner:
     """The per-set solver options, validated."""
     if inner not in ("newton", "alternate"):
@@ -474,7 +515,10 @@ class PlackettLuceVI(FeatureModel):
     eta : float or "auto"
         Prior precision: θ ~ N(0, I/η). ``"auto"`` fits every value of ``eta_grid`` and keeps the
         one with the highest bound ceiling L̄∞ (no held-out data needed); the curve is in
-        ``eta_curve_``.
+        ``eta_curve_``. The grid is fitted from the strongest prior down, each fit starting from
+        the last one's local parameters: a strong prior converges in a few iterations and
+        hands the weaker ones a start close to their optimum (car choice: 204 iterations over
+        13 values of η instead of 341 from the weakest up).
     eta_grid : sequence of float
         Candidate precisions for ``eta="auto"`` (default 10⁻³ … 10³, two per decade).
     tol : float or None
@@ -497,6 +541,16 @@ class PlackettLuceVI(FeatureModel):
         η is chosen by the bound in both cases.
     n_draws : int
         Monte Carlo draws per iteration for ``method="gaussian"``.
+    centre : bool
+        Run Algorithm 1 on features centred at the feature table's mean (default). The model
+        does not change — Eq. 3 depends on the features only through differences within a
+        query, and the prior is on θ — but Bouchard's bound on a set of three or more does: its
+        α_l must absorb the utility θᵀx̄ that all members share, which is uncertain under q(θ)
+        when x̄ is far from 0. Centred, the bound is tighter (a higher L̄∞, so by the
+        variational principle the better Gaussian) and Algorithm 1 converges in far fewer
+        iterations (car choice, raw features, ``eta="auto"``: 119 s → 23 s, the same θ to four
+        decimals). Pairs-only data give exactly the same fit either way. ``False`` is the
+        paper's algorithm on the features as given.
     accelerate : bool
         Run Algorithm 1 in SQUAREM cycles (default; three passes per iteration, the bound
         still never decreases): the same fixed point in several times fewer passes where the
@@ -531,6 +585,7 @@ class PlackettLuceVI(FeatureModel):
         "inner_max_iter": [POSITIVE_INT],
         "method": [Options("bound", "gaussian")],
         "n_draws": [POSITIVE_INT],
+        "centre": [bool],
         "accelerate": [bool],
         "progress": [bool],
     }
@@ -547,6 +602,7 @@ class PlackettLuceVI(FeatureModel):
         inner_max_iter: int = 200,
         method: str = "bound",
         n_draws: int = 64,
+        centre: bool = True,
         accelerate: bool = True,
         progress: bool = False,
     ) -> None:
@@ -559,11 +615,14 @@ class PlackettLuceVI(FeatureModel):
         self.inner_max_iter = inner_max_iter
         self.method = method
         self.n_draws = n_draws
+        self.centre = centre
         self.accelerate = accelerate
         self.progress = progress
 
     def _fit(self, rankings: Rankings) -> None:
         X = rankings.require_features(type(self).__name__)
+        if self.centre:
+            X = X - feature_centre(rankings.features)
         with blas_threads(1 if X.shape[1] <= _THIN else None):
             self._fit_features(rankings, X)
 
@@ -578,7 +637,7 @@ class PlackettLuceVI(FeatureModel):
             accelerate=self.accelerate,
         )
         if isinstance(self.eta, str):
-            grid = sorted(float(e) for e in self.eta_grid)
+            grid = sorted((float(e) for e in self.eta_grid), reverse=True)
             rows, best, start = [], None, None
             for eta in grid:
                 result = variational_bound_fit(rankings, X, eta=eta, start=start, **options)
@@ -588,7 +647,7 @@ class PlackettLuceVI(FeatureModel):
                     best = (eta, result)
             self.eta_curve_ = pd.DataFrame(
                 rows, columns=["eta", "lower_bound", "n_iter", "converged"]
-            )
+            ).sort_values("eta", ignore_index=True)
             eta, result = best
         else:
             eta = float(self.eta)
