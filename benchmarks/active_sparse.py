@@ -37,14 +37,17 @@ from active_labels import SETS  # noqa: E402
 from crowdbayes.active import LabelPool  # noqa: E402
 from crowdbayes.datasets import load_labels  # noqa: E402
 from crowdbayes.models.labels import (  # noqa: E402
+    GLAD,
+    MACE,
+    MMSR,
     BayesianDawidSkene,
     CommunityDawidSkene,
     DawidSkene,
     HierarchicalAnnotation,
     MajorityVote,
+    Wawa,
+    ZeroBasedSkill,
 )
-
-STARTS = (1, 2, 3, None)  # None: every label
 
 
 def models(hierarchical: bool) -> dict:
@@ -53,6 +56,12 @@ def models(hierarchical: bool) -> dict:
         "DS": lambda seed: DawidSkene(),
         "BDS": lambda seed: BayesianDawidSkene(),
         "CDS": lambda seed: CommunityDawidSkene(),
+        "GLAD": lambda seed: GLAD(),
+        "MACE": lambda seed: MACE(),
+        "MACE-VB": lambda seed: MACE(variational=True),
+        "MMSR": lambda seed: MMSR(),
+        "Wawa": lambda seed: Wawa(),
+        "ZBS": lambda seed: ZeroBasedSkill(),
     }
     if hierarchical:
         chosen["HA"] = lambda seed: HierarchicalAnnotation(random_state=seed)
@@ -64,18 +73,28 @@ def main() -> None:
     parser.add_argument("--sets", nargs="*", default=list(SETS))
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--hierarchical", action="store_true", help="also HierarchicalAnnotation")
+    parser.add_argument(
+        "--only", nargs="*", help="these models only (names as in the tables; MV is always run)"
+    )
+    parser.add_argument(
+        "--starts", nargs="*", default=["1", "2", "3", "all"], help="labels kept per task"
+    )
     parser.add_argument("--output", type=Path)
     args = parser.parse_args()
     start = time.perf_counter()
+    starts = [None if value == "all" else int(value) for value in args.starts]
+    chosen = models(args.hierarchical)
+    if args.only:
+        chosen = {k: v for k, v in chosen.items() if k == "MV" or k in args.only}
     rows = []
     for name in args.sets:
         data = load_labels(name)
-        for per_task in STARTS:
+        for per_task in starts:
             for seed in range(args.seeds):
                 keep = per_task or 10**6
                 pool = LabelPool(data.labels, data.gold, start=keep, random_state=seed)
                 (labels,) = pool.fit_args()
-                for model_name, make in models(args.hierarchical).items():
+                for model_name, make in chosen.items():
                     with warnings.catch_warnings():
                         warnings.simplefilter("ignore")
                         model = make(seed).fit(labels)

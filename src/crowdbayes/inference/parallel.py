@@ -43,13 +43,16 @@ def available_cores() -> int:
 def resolve_n_jobs(n_jobs: int | None, n_chains: int, estimated_seconds: float) -> int:
     """Processes to use: ``n_jobs`` (``-1``: every core) capped at the chains and cores; ``None``
     picks every core only when the sequential run is estimated to take over a second (forking
-    and sending states back costs tens of milliseconds)."""
+    and sending states back costs tens of milliseconds). One inside a daemonic process (a
+    ``multiprocessing.Pool`` worker, say), which may not start processes of its own."""
     cores = available_cores()
     if n_jobs is None:
         n_jobs = cores if estimated_seconds > 1.0 else 1
     elif n_jobs == -1:
         n_jobs = cores
     if "fork" not in multiprocessing.get_all_start_methods():
+        return 1
+    if multiprocessing.current_process().daemon:  # e.g. a Pool worker: may not have children
         return 1
     return max(1, min(n_jobs, n_chains, cores))
 

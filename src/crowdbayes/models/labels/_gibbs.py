@@ -44,9 +44,9 @@ from ...maths import (
     log_normalize,
     softmax_classes,
 )
-from ._base import clamp_gold
+from ._base import clamp_gold, feedback_tasks
 
-__all__ = ["GibbsSettings", "ChainState", "run_sweep", "chain_sweep"]
+__all__ = ["GibbsSettings", "ChainState", "run_sweep", "chain_sweep", "counted_tasks"]
 
 
 @dataclass(frozen=True)
@@ -59,6 +59,8 @@ class GibbsSettings:
     max_scale: float
     relabel: bool
     keep_trace: bool
+    #: leave tasks that one worker labelled (without gold) out of the counts of θ, π and α
+    cut_single_worker_tasks: bool = True
 
 
 @dataclass
@@ -211,29 +213,51 @@ def _relabel(chain: ChainState, pivot: np.ndarray, probs: np.ndarray | None) -> 
     return None if probs is None else probs[inverse]
 
 
-def _accumulate_globals(chain: ChainState, labels: Labels, settings, record: bool) -> None:
-    """Rao–Blackwellised moments of θ and π given the current classes and α."""
+def _accumulate_globals(
+    chain: ChainState, labels: Labels, settings, record: bool, class_counts: np.ndarray
+) -> None:
+    """Rao–Blackwellised moments of θ and π given the current (counted) classes and α."""
     if not record:
         return
     posterior = chain.alpha[None, :, :] + chain.stats
     total = posterior.sum(axis=-1, keepdims=True)
     mean = posterior / total
     chain.confusion.push(mean, mean * (1 - mean) / (total + 1))
-    prevalence_post = settings.prior_prevalence + np.bincount(
-        chain.classes, minlength=labels.n_classes
-    )
+    prevalence_post = settings.prior_prevalence + class_counts
     p_mean = prevalence_post / prevalence_post.sum()
     chain.prevalence.push(p_mean, p_mean * (1 - p_mean) / (prevalence_post.sum() + 1))
     chain.alpha_moments.push(chain.alpha.copy())
 
 
-def blocked_sweep(chain, labels: Labels, settings, pivot, record: bool, refresh: bool) -> None:
+def counted_tasks(labels: Labels, settings) -> np.ndarray | None:
+    """The tasks whose classes count towards θ, π and α (:func:`feedback_tasks`), or None when
+    every task counts."""
+    if not settings.cut_single_worker_tasks:
+        return None
+    counted = feedback_tasks(labels)
+    return None if counted.all() else counted
+
+
+def _class_statistics(
+    labels: Labels, classes: np.ndarray, counted
+) -> tuple[np.ndarray, np.ndarray]:
+    """Counts n[j, k, x] and class counts of the tasks that count."""
     k = labels.n_classes
-    chain.stats = confusion_statistics(labels, np.eye(k)[:, chain.classes])
+    if counted is None:
+        return confusion_statistics(labels, np.eye(k)[:, classes]), np.bincount(
+            classes, minlength=k
+        )
+    one_hot = np.eye(k)[:, classes] * counted
+    stats = confusion_statistics(labels, one_hot, sums_to_one=False)
+    return stats, np.bincount(classes[counted], minlength=k)
+
+
+def blocked_sweep(chain, labels: Labels, settings, pivot, record: bool, refresh: bool) -> None:
+    counted = counted_tasks(labels, settings)
+    chain.stats, class_counts = _class_statistics(labels, chain.classes, counted)
     update_hyperparameters(chain, settings, refresh)
-    _accumulate_globals(chain, labels, settings, record)
+    _accumulate_globals(chain, labels, settings, record, class_counts)
     log_theta = log_dirichlet_sample(chain.alpha[None, :, :] + chain.stats, chain.rng)
-    class_counts = np.bincount(chain.classes, minlength=k)
     log_pi = log_dirichlet_sample(settings.prior_prevalence + class_counts, chain.rng)
     log_lik, log_lik_offset = label_log_likelihood(labels, log_theta)
     log_joint = clamp_gold(log_pi[:, None] + log_lik, labels.gold_codes)
@@ -251,12 +275,14 @@ def collapsed_sweep(
     chain, labels: Labels, settings, pivot, record: bool, refresh: bool, index: LabelIndex
 ) -> None:
     k = labels.n_classes
+    counted = counted_tasks(labels, settings)
     if chain.stats is None:
-        chain.stats = confusion_statistics(labels, np.eye(k)[:, chain.classes])
+        chain.stats = _class_statistics(labels, chain.classes, counted)[0]
     update_hyperparameters(chain, settings, refresh)
     stats = chain.stats
     row_totals = stats.sum(axis=2)
-    class_counts = np.bincount(chain.classes, minlength=k).astype(float)
+    class_counts = _class_statistics(labels, chain.classes, counted)[1].astype(float)
+    counts = np.ones(labels.n_tasks, dtype=bool) if counted is None else counted
     alpha, alpha_totals = chain.alpha, chain.alpha.sum(axis=1)
     probas = np.zeros((k, labels.n_tasks)) if record else None
     gumbel = chain.rng.gumbel(size=(labels.n_tasks, k))
@@ -264,9 +290,10 @@ def collapsed_sweep(
         start, stop = index.starts[i], index.starts[i + 1]
         w, x = index.workers[start:stop], index.labels[start:stop]
         old = chain.classes[i]
-        np.add.at(stats, (w, old, x), -1.0)
-        np.add.at(row_totals, (w, old), -1.0)
-        class_counts[old] -= 1
+        if counts[i]:
+            np.add.at(stats, (w, old, x), -1.0)
+            np.add.at(row_totals, (w, old), -1.0)
+            class_counts[old] -= 1
         numerator = stats[w, :, x] + alpha[:, x].T + index.repeat_same_label[start:stop, None]
         denominator = row_totals[w, :] + alpha_totals + index.repeat_same_worker[start:stop, None]
         log_weights = np.log(class_counts + settings.prior_prevalence) + (
@@ -279,13 +306,14 @@ def collapsed_sweep(
             weights = np.exp(log_weights)
             probas[:, i] = weights / weights.sum() if gold < 0 else np.eye(k)[gold]
         chain.classes[i] = new
-        np.add.at(stats, (w, new, x), 1.0)
-        np.add.at(row_totals, (w, new), 1.0)
-        class_counts[new] += 1
+        if counts[i]:
+            np.add.at(stats, (w, new, x), 1.0)
+            np.add.at(row_totals, (w, new), 1.0)
+            class_counts[new] += 1
     if settings.relabel:
         probas = _relabel(chain, pivot, probas)
-        class_counts = np.bincount(chain.classes, minlength=k)
-    _accumulate_globals(chain, labels, settings, record)
+        class_counts = np.bincount(chain.classes[counts], minlength=k)
+    _accumulate_globals(chain, labels, settings, record, class_counts)
     if record:
         chain.probas.push(probas)
         log_theta = log_dirichlet_sample(chain.alpha[None, :, :] + chain.stats, chain.rng)
