@@ -92,12 +92,25 @@ GOOD = [["w1", "a", "b", 1], ["w1", "b", "c", 0], ["w2", "a", "c", 0]]
 )
 def test_bad_links_one_line_error_and_no_output(tmp_path, capsys, rows, message):
     out = tmp_path / "a.csv"
-    code = run("cluster", "fit", "--links", _bad_links(tmp_path, rows), "--out", out)
+    code = run("cluster", "fit", "--links", _bad_links(tmp_path, rows), "--out", out,
+               "--duplicates", "error")  # fmt: skip
     assert code == 2
     err = capsys.readouterr().err
     assert err.startswith("crowdbayes: error: links (") and message in err
     assert err.count("\n") == 1
     assert not out.exists() and list(tmp_path.glob(".tmp-*")) == []
+
+
+def test_repeated_links_kept_with_a_warning_by_default(tmp_path, capsys):
+    """Issue 19: a repeated row gets the documented default policy (keep, warn), as labels."""
+    out = tmp_path / "a.csv"
+    rows = GOOD + [["w1", "a", "b", 1]]
+    code = run("cluster", "fit", "--links", _bad_links(tmp_path, rows), "--clusters", 2,
+               "--out", out)  # fmt: skip
+    assert code == 0
+    err = capsys.readouterr().err
+    assert "every row is kept" in err and "--duplicates drop" in err
+    assert len(pd.read_csv(out)) == 3
 
 
 def test_duplicates_keep_is_an_option(tmp_path, capsys):
