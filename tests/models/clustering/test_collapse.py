@@ -71,6 +71,7 @@ class _Scripted(BayesSCDC):
     """BayesSCDC whose epochs report a scripted bound (highest at epoch 4 of 8) and record,
     on the model, the epoch after which its state was taken."""
 
+    _abstract = True  # a test double: not listed among the models
     SCRIPT = [-50.0, -40.0, -30.0, -20.0, -5.0, -30.0, -60.0, -90.0]
 
     def _epoch(self, data, rng, epoch):
@@ -96,6 +97,7 @@ def test_no_warning_when_the_last_epoch_is_best():
     X, y = _blobs()
 
     class Rising(_Scripted):
+        _abstract = True
         SCRIPT = [float(e) for e in range(8)]
 
     model = Rising(n_clusters=4, hidden=(10,), epochs=8, warmup_epochs=2, batch_size=30,
@@ -110,6 +112,8 @@ def test_no_warning_when_the_last_epoch_is_best():
 class _FirstRestartCollapses(BayesSCDC):
     """BayesSCDC whose first restart is made to collapse: every item of it in one cluster
     (its q(z) replaced after training), the state a silent collapse used to return."""
+
+    _abstract = True
 
     def _build(self, data, rng):
         super()._build(data, rng)
@@ -141,6 +145,8 @@ def test_every_restart_collapsing_says_so():
     X, y = _blobs()
 
     class Always(_FirstRestartCollapses):
+        _abstract = True
+
         def _build(self, data, rng):
             super()._build(data, rng)
             self._restart = 1
