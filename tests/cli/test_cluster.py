@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import sys
 
 import numpy as np
@@ -49,6 +50,10 @@ def test_links_vb_end_to_end(tmp_path, sim, links_csv, capsys):
     err = capsys.readouterr().err
     assert "LinkClustering: 1000 links" in err and "by 4 workers; 60 items clustered" in err
     assert "3 of 3 clusters used" in err
+    # issue 19: the summary gives the bound's trace and each worker's alpha/beta with intervals
+    assert re.search(r"bound per iteration \(\d+\): -[\d.]+, ", err)
+    assert "workers (90% intervals):" in err
+    assert re.search(r"\n  3: alpha 0\.\d+ \[0\.\d+, [01]\.\d+\], beta 0\.\d+ \[", err)
     table = pd.read_csv(out, index_col="item")
     assert list(table.columns) == ["cluster", "probability", "p_0", "p_1", "p_2"]
     assert len(table) == 60
@@ -255,6 +260,12 @@ def test_deep_models_end_to_end(tmp_path, sim, capsys, model, form):
     assert code == 0, capsys.readouterr().err
     err = capsys.readouterr().err
     assert "60 items clustered (20 without links)" in err
+    assert re.search(r"bound per epoch \(2\): -[\d.]+, -[\d.]+\n", err)
+    assert "kept: the state after epoch" in err
+    if model == "bayes-scdc":
+        assert "workers (90% intervals):" in err and "restarts run 2, collapsed" in err
+    else:
+        assert "(point estimates)" in err
     table = pd.read_csv(out, index_col="item").sort_index()
     assert len(table) == 60 and table.index.tolist() == list(range(60))
     assert table["probability"].between(0, 1).all()
