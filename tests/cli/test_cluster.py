@@ -311,3 +311,24 @@ def test_save_writes_a_model_that_loads_with_the_same_clusters(tmp_path, links_c
     assert isinstance(model, LinkClustering) and model.n_clusters == 3
     written = pd.read_csv(out, index_col=0, dtype={"item": str})
     assert (model.assignments_.reindex(written.index).to_numpy() == written["cluster"]).all()
+
+
+@pytest.mark.parametrize(("given", "expected"), [(None, 5), ("3", 3), ("9", 9)])
+def test_latent_dim_defaults_to_at_most_the_number_of_features(tmp_path, sim, given, expected):
+    """Issue 19: a latent x of 8 over 2 features left 6 dimensions of noise in which the
+    pinwheel collapsed; without --latent-dim it is at most the number of features (here 5)."""
+    pytest.importorskip("torch").set_num_threads(1)
+    from crowdbayes import load
+
+    features = tmp_path / "f.npy"
+    np.save(features, _features(sim.truth))
+    links = tmp_path / "links.csv"
+    sim.links.to_csv(links, index=False)
+    model_file = tmp_path / "m.npz"
+    argv = ["cluster", "fit", "--links", links, "--features", features, "--model", "bayes-scdc",
+            "--clusters", 3, "--epochs", 1, "--restarts", 1, "--out", tmp_path / "a.csv",
+            "--save", model_file]  # fmt: skip
+    if given is not None:
+        argv += ["--latent-dim", given]
+    assert run(*argv) == 0
+    assert load(model_file).latent_dim == expected

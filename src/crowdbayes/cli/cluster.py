@@ -18,7 +18,15 @@ with features, linked or not; they need ``--features``:
 
 ASSIGNMENTS has one row per item: ``item, cluster, probability`` (the posterior probability of
 the chosen cluster), and with ``--proba`` also ``p_0 … p_{K−1}``. ``--workers-out`` writes each
-worker's estimated sensitivity ``alpha`` and specificity ``beta``. A summary goes to stderr.
+worker's estimated sensitivity ``alpha`` and specificity ``beta``. A summary goes to stderr:
+the counts, the bound per epoch (per sweep for links-vb) with the epoch whose state was kept,
+and per worker α and β with their 90% credible intervals (SCDC: point estimates).
+
+A worker judging the same pair more than once is kept with a warning (``--duplicates keep``, the
+default, as for labels); ``drop`` keeps one row per agreeing repeat and drops contradicted
+pairs, ``error`` refuses the file. ``--latent-dim`` defaults to 8 or the number of features if
+fewer. BayesSCDC warns when a restart collapses (its clusters put most pairs the links call
+cannot-link together) and restarts (issue 19).
 
 ``--link-weight W`` raises the link likelihood to the power W (default 1, the paper's model):
 below 1 for links derived from groupings (every pair of a worker's sorted task counts as a
