@@ -92,7 +92,7 @@ def main() -> None:
         type=float,
         default=1e-3,
         help="Adam rate of the networks (default 1e-3, the setting of the earlier reports; "
-        "BayesSCDC's default 5e-3 gave 0.662 against 0.700 on seed 0, issue 19)",
+        "BayesSCDC's default 5e-3 gave 0.662 against 0.700 on seed 0 in issue 19's runs)",
     )
     parser.add_argument(
         "--n-init", type=int, default=3, help="restarts, best objective kept (default 3)"
