@@ -12,6 +12,13 @@ one-to-one matching), NMI, clusters used, seconds per fit.
 Prints a markdown report; ``--output FILE`` also writes it; ``--plot FILE`` draws the first
 seed's clusters (truth, a single start without annotations, with annotations: the paper's
 Fig. 2).
+
+``--cli`` instead runs the command line as a new user would (issue 19): the same data and
+links written to CSV, ``crowdbayes cluster fit --model bayes-scdc --clusters 15`` with every
+other option at its default, once per ``--cli-epochs`` value (none: the default epochs), and
+reports accuracy, NMI, clusters used, restarts that collapsed and warnings::
+
+    .venv/bin/python benchmarks/cluster_pinwheel.py --cli --cli-epochs 0 50 100 200
 """
 
 from __future__ import annotations
@@ -81,6 +88,82 @@ def one_run(seed: int, with_links: bool, n_init: int, args, model_class=BayesSCD
     }
 
 
+def cli_run(seed: int, epochs: int, folder: Path) -> dict:
+    """``crowdbayes cluster fit`` on the pinwheel of ``seed`` written to CSV (``one_run``'s
+    data and links), ``--clusters 15`` and ``--epochs epochs`` (0: the default)."""
+    import warnings
+
+    import pandas as pd
+
+    from crowdbayes.cli import main as cli_main
+
+    X, y = make_pinwheel(random_state=seed)
+    rng = np.random.default_rng(seed)
+    annotated = rng.choice(len(X), size=100, replace=False)
+    sim = simulate_pair_links(y, n_workers=20, pairs_per_worker=49, alpha=0.9, beta=0.9,
+                              items=annotated, random_state=seed)  # fmt: skip
+    links, features = folder / f"links{seed}.csv", folder / f"features{seed}.csv"
+    sim.to_links(observations=X).to_frame().to_csv(links, index=False)
+    pd.DataFrame({"item": np.arange(len(X)), "x0": X[:, 0], "x1": X[:, 1]}).to_csv(
+        features, index=False
+    )
+    out = folder / f"clusters{seed}_{epochs}.csv"
+    argv = ["cluster", "fit", "--links", str(links), "--features", str(features), "--model",
+            "bayes-scdc", "--clusters", "15", "--seed", str(seed), "--out", str(out),
+            "--no-progress"]  # fmt: skip
+    if epochs:
+        argv += ["--epochs", str(epochs)]
+    start = time.perf_counter()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        code = cli_main(argv)
+    seconds = time.perf_counter() - start
+    if code != 0:
+        raise SystemExit(f"crowdbayes {' '.join(argv)} exited with {code}")
+    table = pd.read_csv(out).sort_values("item")
+    pred = table["cluster"].to_numpy()
+    notes = [str(w.message).split(". ")[0][:60] for w in caught if "collapse" in str(w.message)]
+    return {
+        "acc": unsupervised_accuracy(y, pred),
+        "nmi": normalized_mutual_info(y, pred),
+        "used": int(np.unique(pred).size),
+        "seconds": seconds,
+        "warnings": "; ".join(notes) or "—",
+        "argv": " ".join(argv[:-3] if not epochs else argv),
+    }
+
+
+def cli_report(args) -> list[str]:
+    import tempfile
+
+    lines = [
+        "| epochs | seed | accuracy | NMI | clusters used | seconds | collapse warning |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    summary = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for epochs in args.cli_epochs:
+            rows = []
+            for seed in args.seeds:
+                row = cli_run(seed, epochs, Path(tmp))
+                rows.append(row)
+                shown = epochs or "default (20)"
+                lines.append(
+                    f"| {shown} | {seed} | {row['acc']:.3f} | {row['nmi']:.3f} | {row['used']} "
+                    f"| {row['seconds']:.1f} | {row['warnings']} |"
+                )
+                print(lines[-1], file=sys.stderr, flush=True)
+            accs = [r["acc"] for r in rows]
+            used = [r["used"] for r in rows]
+            summary.append(
+                f"| {epochs or 'default (20)'} | {np.mean(accs):.3f} | {min(accs):.3f} | "
+                f"{min(used)}–{max(used)} |"
+            )
+    lines += ["", "Per epoch setting, over the seeds:", ""]
+    lines += ["| epochs | mean accuracy | lowest accuracy | clusters used |", "|---|---|---|---|"]
+    return lines + summary
+
+
 def plot_clusters(panels: list[tuple[str, dict]], path: Path) -> None:
     """One scatter per fit of the first seed, points coloured by cluster."""
     import matplotlib
@@ -116,8 +199,20 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--output", type=Path, default=None)
     parser.add_argument("--plot", type=Path, default=None, help="PNG of the first seed's fits")
+    parser.add_argument("--cli", action="store_true", help="run the command line (module doc)")
+    parser.add_argument("--cli-epochs", type=int, nargs="+", default=[0])
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
+    if args.cli:
+        lines = ["# `crowdbayes cluster fit --model bayes-scdc --clusters 15` on pinwheel", ""]
+        lines += [f"- command: `{command_line()}`", *machine_lines()]
+        lines += [f"- torch threads: {torch.get_num_threads()}, load at start: {load_average()}"]
+        lines += ["", *cli_report(args)]
+        text = "\n".join(lines) + "\n"
+        print(text)
+        if args.output is not None:
+            write_report(args.output, text)
+        return
     lines = ["# BayesSCDC on pinwheel (5 × 100 points, 980 links on 100 points)", ""]
     lines += [f"- command: `{command_line()}`", *machine_lines()]
     lines += [f"- torch threads: {torch.get_num_threads()}, load at start: {load_average()}", ""]

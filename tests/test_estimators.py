@@ -47,7 +47,7 @@ CrowdBT                     UKPConvArgCrowdSample                    0.875      
 CommunityPreferences        simulated communities, ARI               0.879       0.80
 LinkClustering              pinwheel links, NMI on linked points     0.877       0.80
 SCDC                        pinwheel, accuracy on all points         0.698       0.65
-BayesSCDC                   pinwheel (xfail, strict: issue 19)       0.276       0.95
+BayesSCDC                   pinwheel (0.276 before issue 19)         0.990       0.95
 ==========================  =======================================  ==========  =======
 
 The GP preference models reached these only once their default length-scales scaled with the
@@ -513,10 +513,7 @@ FLOORS = {
     "SCDC": ("accuracy", 0.65),
     "BayesSCDC": ("accuracy", 0.95),
 }
-KNOWN_FAILURES = {
-    "BayesSCDC": "issue 19: BayesSCDC collapses at its default settings on the pinwheel "
-    "(one or two clusters; accuracy 0.28)",
-}
+KNOWN_FAILURES: dict[str, str] = {}
 
 
 def _floor_params():

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import sys
 
 import numpy as np
@@ -49,6 +50,10 @@ def test_links_vb_end_to_end(tmp_path, sim, links_csv, capsys):
     err = capsys.readouterr().err
     assert "LinkClustering: 1000 links" in err and "by 4 workers; 60 items clustered" in err
     assert "3 of 3 clusters used" in err
+    # issue 19: the summary gives the bound's trace and each worker's alpha/beta with intervals
+    assert re.search(r"bound per iteration \(\d+\): -[\d.]+, ", err)
+    assert "workers (90% intervals):" in err
+    assert re.search(r"\n  3: alpha 0\.\d+ \[0\.\d+, [01]\.\d+\], beta 0\.\d+ \[", err)
     table = pd.read_csv(out, index_col="item")
     assert list(table.columns) == ["cluster", "probability", "p_0", "p_1", "p_2"]
     assert len(table) == 60
@@ -92,12 +97,25 @@ GOOD = [["w1", "a", "b", 1], ["w1", "b", "c", 0], ["w2", "a", "c", 0]]
 )
 def test_bad_links_one_line_error_and_no_output(tmp_path, capsys, rows, message):
     out = tmp_path / "a.csv"
-    code = run("cluster", "fit", "--links", _bad_links(tmp_path, rows), "--out", out)
+    code = run("cluster", "fit", "--links", _bad_links(tmp_path, rows), "--out", out,
+               "--duplicates", "error")  # fmt: skip
     assert code == 2
     err = capsys.readouterr().err
     assert err.startswith("crowdbayes: error: links (") and message in err
     assert err.count("\n") == 1
     assert not out.exists() and list(tmp_path.glob(".tmp-*")) == []
+
+
+def test_repeated_links_kept_with_a_warning_by_default(tmp_path, capsys):
+    """Issue 19: a repeated row gets the documented default policy (keep, warn), as labels."""
+    out = tmp_path / "a.csv"
+    rows = GOOD + [["w1", "a", "b", 1]]
+    code = run("cluster", "fit", "--links", _bad_links(tmp_path, rows), "--clusters", 2,
+               "--out", out)  # fmt: skip
+    assert code == 0
+    err = capsys.readouterr().err
+    assert "every row is kept" in err and "--duplicates drop" in err
+    assert len(pd.read_csv(out)) == 3
 
 
 def test_duplicates_keep_is_an_option(tmp_path, capsys):
@@ -242,6 +260,12 @@ def test_deep_models_end_to_end(tmp_path, sim, capsys, model, form):
     assert code == 0, capsys.readouterr().err
     err = capsys.readouterr().err
     assert "60 items clustered (20 without links)" in err
+    assert re.search(r"bound per epoch \(2\): -[\d.]+, -[\d.]+\n", err)
+    assert "kept: the state after epoch" in err
+    if model == "bayes-scdc":
+        assert "workers (90% intervals):" in err and "restarts run 2, collapsed" in err
+    else:
+        assert "(point estimates)" in err
     table = pd.read_csv(out, index_col="item").sort_index()
     assert len(table) == 60 and table.index.tolist() == list(range(60))
     assert table["probability"].between(0, 1).all()
@@ -287,3 +311,24 @@ def test_save_writes_a_model_that_loads_with_the_same_clusters(tmp_path, links_c
     assert isinstance(model, LinkClustering) and model.n_clusters == 3
     written = pd.read_csv(out, index_col=0, dtype={"item": str})
     assert (model.assignments_.reindex(written.index).to_numpy() == written["cluster"]).all()
+
+
+@pytest.mark.parametrize(("given", "expected"), [(None, 5), ("3", 3), ("9", 9)])
+def test_latent_dim_defaults_to_at_most_the_number_of_features(tmp_path, sim, given, expected):
+    """Issue 19: a latent x of 8 over 2 features left 6 dimensions of noise in which the
+    pinwheel collapsed; without --latent-dim it is at most the number of features (here 5)."""
+    pytest.importorskip("torch").set_num_threads(1)
+    from crowdbayes import load
+
+    features = tmp_path / "f.npy"
+    np.save(features, _features(sim.truth))
+    links = tmp_path / "links.csv"
+    sim.links.to_csv(links, index=False)
+    model_file = tmp_path / "m.npz"
+    argv = ["cluster", "fit", "--links", links, "--features", features, "--model", "bayes-scdc",
+            "--clusters", 3, "--epochs", 1, "--restarts", 1, "--out", tmp_path / "a.csv",
+            "--save", model_file]  # fmt: skip
+    if given is not None:
+        argv += ["--latent-dim", given]
+    assert run(*argv) == 0
+    assert load(model_file).latent_dim == expected

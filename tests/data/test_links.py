@@ -125,13 +125,20 @@ REPEATS = frame(
 )
 
 
-def test_repeats_are_an_error_by_default():
+def test_repeats_refused_on_request():
     with pytest.raises(
         ValueError,
         match=r"2 row\(s\) repeat a pair already judged by the same worker \(first at row 0\); "
         r"1 pair\(s\) got contradictory labels from one worker\. Pass duplicates='keep'",
     ):
-        Links(REPEATS)
+        Links(REPEATS, duplicates="error")
+
+
+def test_repeats_kept_with_a_warning_by_default():
+    """Issue 19: the default policy is the labels' one, keep every row and warn."""
+    with pytest.warns(DataWarning, match=r"2 row\(s\) repeat.*every row is kept"):
+        links = Links(REPEATS)
+    assert links.n_links == 5
 
 
 def test_repeats_kept_with_a_warning():

@@ -18,7 +18,15 @@ with features, linked or not; they need ``--features``:
 
 ASSIGNMENTS has one row per item: ``item, cluster, probability`` (the posterior probability of
 the chosen cluster), and with ``--proba`` also ``p_0 … p_{K−1}``. ``--workers-out`` writes each
-worker's estimated sensitivity ``alpha`` and specificity ``beta``. A summary goes to stderr.
+worker's estimated sensitivity ``alpha`` and specificity ``beta``. A summary goes to stderr:
+the counts, the bound per epoch (per sweep for links-vb) with the epoch whose state was kept,
+and per worker α and β with their 90% credible intervals (SCDC: point estimates).
+
+A worker judging the same pair more than once is kept with a warning (``--duplicates keep``, the
+default, as for labels); ``drop`` keeps one row per agreeing repeat and drops contradicted
+pairs, ``error`` refuses the file. ``--latent-dim`` defaults to 8 or the number of features if
+fewer. BayesSCDC warns when a restart collapses (its clusters put most pairs the links call
+cannot-link together) and restarts (issue 19).
 
 ``--link-weight W`` raises the link likelihood to the power W (default 1, the paper's model):
 below 1 for links derived from groupings (every pair of a worker's sorted task counts as a
@@ -53,8 +61,10 @@ _DEEP = (
     "--link-weight",
     "--restarts",
 )
-#: the paper's faces and MNIST settings, and K = 10 for every model on the command line
+#: the paper's faces and MNIST settings, and K = 10 for every model on the command line;
+#: ``--latent-dim`` defaults to at most the number of features (:func:`_fit_latent_dim`)
 _DEEP_DEFAULTS = {"n_clusters": 10, "epochs": 20, "latent_dim": 8}
+
 CLUSTER = ModelTable(
     "cluster",
     [
@@ -93,7 +103,7 @@ CLUSTER = ModelTable(
         Option(
             "--latent-dim",
             "latent_dim",
-            "dimension of the latent x (default 8)",
+            "dimension of the latent x (default 8, at most the number of features)",
             positive_int("--latent-dim"),
         ),
         Option(
@@ -117,7 +127,8 @@ CLUSTER = ModelTable(
         Option(
             "--restarts",
             "n_init",
-            "fits from different starts; the best is kept (default 1)",
+            "fits from different starts; the best bound is kept (model default: 3 for "
+            "bayes-scdc, 1 for scdc)",
             positive_int("--restarts"),
         ),
     ],
@@ -150,9 +161,9 @@ def register(commands) -> None:
     fit.add_argument(
         "--duplicates",
         choices=["error", "keep", "drop"],
-        default="error",
-        help="a worker judging the same pair twice: refuse (default), keep every row, or drop "
-        "repeats and contradicted pairs",
+        default="keep",
+        help="a worker judging the same pair twice: keep every row with a warning (default, "
+        "as for labels), drop repeats and contradicted pairs, or refuse",
     )
     fit.add_argument("--worker-column", default="worker")
     fit.add_argument("--left-column", default="left")
@@ -316,12 +327,71 @@ def assignment_table(model, with_proba: bool = False) -> pd.DataFrame:
     return table
 
 
+def _fit_latent_dim(model, links: Links, args: argparse.Namespace) -> None:
+    """Without ``--latent-dim``, a latent space no larger than the features (a latent x of 8
+    dimensions over 2 features has 6 dimensions of noise, in which the mixture's components
+    overlap and one takes every item: pinwheel, issue 19)."""
+    if args.latent_dim is not None:
+        return
+    n_features = int(np.prod(links.observations.shape[1:]))
+    model.latent_dim = max(1, min(int(model.latent_dim), n_features))
+
+
+def _interval_rows(workers: pd.DataFrame, limit: int = 10) -> list[str]:
+    have = {"alpha_lower", "alpha_upper", "beta_lower", "beta_upper"} <= set(workers.columns)
+    rows = []
+    for worker, row in workers.head(limit).iterrows():
+        if have:
+            rows.append(
+                f"  {worker}: alpha {row['alpha']:.3f} [{row['alpha_lower']:.3f}, "
+                f"{row['alpha_upper']:.3f}], beta {row['beta']:.3f} [{row['beta_lower']:.3f}, "
+                f"{row['beta_upper']:.3f}], {int(row['n_links'])} links"
+            )
+        else:
+            rows.append(
+                f"  {worker}: alpha {row['alpha']:.3f}, beta {row['beta']:.3f} (point "
+                f"estimates), {int(row['n_links'])} links"
+            )
+    if len(workers) > limit:
+        rows.append(f"  … {len(workers) - limit} more workers (--workers-out writes them all)")
+    return rows
+
+
+def fit_summary(model) -> list[str]:
+    """The lines of the fit's summary after the one-line count: the bound's trace (deep models:
+    per epoch, with the epoch kept; links-vb: per sweep) and each worker's α and β with their
+    credible intervals where the model has them."""
+    lines = []
+    history = getattr(model, "history_", None) or getattr(model, "elbo_history_", None)
+    history = list(history or [])
+    if history:
+        shown = history if len(history) <= 12 else history[:4] + [None] + history[-7:]
+        trace = ", ".join("…" if value is None else f"{value:.5g}" for value in shown)
+        what = "epoch" if hasattr(model, "best_epoch_") else "iteration"
+        lines.append(f"bound per {what} ({len(history)}): {trace}")
+        if hasattr(model, "best_epoch_"):
+            lines.append(
+                f"kept: the state after epoch {model.best_epoch_ + 1} (bound "
+                f"{history[model.best_epoch_]:.5g}); restarts run {model.n_restarts_}, "
+                f"collapsed {model.collapsed_restarts_}"
+            )
+    workers = getattr(model, "workers_", None)
+    if workers is not None and len(workers):
+        level = getattr(model, "credible_level", None)
+        head = f"workers ({int(round(100 * level))}% intervals)" if level else "workers"
+        lines.append(f"{head}:")
+        lines += _interval_rows(workers)
+    return lines
+
+
 def _cluster_fit(args: argparse.Namespace) -> None:
     deep = _check_options(args)
     if deep:
         _import_torch(args.model)  # fail fast, before reading the data
     model = _make_model(args, show_progress(args.progress))
     links = _load_links(args, deep)
+    if deep:
+        _fit_latent_dim(model, links, args)
     start = time.perf_counter()
     _fit(model, links)
     seconds = time.perf_counter() - start
@@ -343,5 +413,7 @@ def _cluster_fit(args: argparse.Namespace) -> None:
         f"(sizes {', '.join(map(str, sizes))}); fit in {seconds:.2f} s",
         file=sys.stderr,
     )
+    for line in fit_summary(model):
+        print(line, file=sys.stderr)
     written = ", ".join(path for path in (args.out, args.workers_out, args.save) if path)
     print(f"wrote {written}", file=sys.stderr)

@@ -47,10 +47,11 @@ class Links:
         The ids of the rows of an ``observations`` array.
     worker, left, right, label : str
         Column names in ``data``.
-    duplicates : {"error", "keep", "drop"}
-        What to do when one worker judged the same unordered pair more than once. ``"error"``
-        (default) refuses the table, saying how many repeats contradict each other;
-        ``"keep"`` keeps every row as a separate judgment and warns (:class:`DataWarning`);
+    duplicates : {"keep", "drop", "error"}
+        What to do when one worker judged the same unordered pair more than once (as for
+        :class:`~crowdbayes.data.labels.Labels`). ``"keep"`` (default) keeps every row as a
+        separate judgment and warns (:class:`DataWarning`), saying how many repeats contradict
+        each other; ``"error"`` refuses the table;
         ``"drop"`` keeps the first row of each repeat that agrees, removes *every* row of a
         pair the worker contradicted (the worker's answer is unknown) and warns.
 
@@ -85,7 +86,7 @@ class Links:
         left: str = "left",
         right: str = "right",
         label: str = "label",
-        duplicates: str = "error",
+        duplicates: str = "keep",
     ) -> None:
         what = "links"
         if duplicates not in _DUPLICATE_POLICIES:
@@ -281,7 +282,10 @@ def _duplicate_policy(
         )
     if policy == "keep":
         warnings.warn(
-            f"links: {summary}; every row is kept as a separate judgment", DataWarning, stacklevel=4
+            f"links: {summary}; every row is kept as a separate judgment (pass "
+            "duplicates='drop' to keep one row per agreeing repeat and drop contradicted pairs)",
+            DataWarning,
+            stacklevel=4,
         )
         return None
     keep = ~keys.duplicated(keep="first").to_numpy() & ~contradicted

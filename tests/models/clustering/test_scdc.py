@@ -170,6 +170,7 @@ def blob_fit():
         warmup_epochs=8,
         batch_size=30,
         learning_rate=1e-2,
+        n_init=1,
         random_state=3,
     )
     return model.fit(X, sim.links), X, y, sim

@@ -11,7 +11,8 @@ Normal-inverse-Wishart factors of BayesSCDC), :mod:`.meanfield` (its local mean 
 :mod:`._cuda_graph` (the local mean field replayed as a CUDA graph).
 """
 
+from ._base import CollapseWarning
 from .bayes_scdc import BayesSCDC
 from .scdc import SCDC
 
-__all__ = ["BayesSCDC", "SCDC"]
+__all__ = ["BayesSCDC", "CollapseWarning", "SCDC"]

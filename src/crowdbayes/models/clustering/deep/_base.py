@@ -7,8 +7,10 @@ Both models (Luo et al. 2018, §2–3) pair a Gaussian mixture in a latent space
 \Sigma_{z_i})`, with a neural decoder :math:`p(o_i \mid x_i; \gamma)` of the observations
 and two-coin workers judging pairs of items; they differ in how the globals and the local
 posteriors are inferred (:mod:`.scdc`, :mod:`.bayes_scdc`). A fit runs ``n_init`` restarts of
-``epochs`` passes over minibatches and keeps the restart with the best objective averaged over
-its last three epochs (each epoch's value is a minibatch estimate).
+``epochs`` passes over minibatches; a BayesSCDC restart ends in its best-bound state (SCDC's in
+its last), the best restart by the bound is kept, and a restart whose clusters contradict the
+links (:func:`collapse_report`) is followed by up to ``collapse_restarts`` more, with a
+:class:`CollapseWarning` (issue 19).
 
 A saved model (:meth:`~crowdbayes.base.Estimator.save`) stores the networks as their
 ``state_dict`` tensors, on the CPU; loading rebuilds them from the parameters and the stored
@@ -23,6 +25,7 @@ generative models. NeurIPS.
 
 from __future__ import annotations
 
+import copy
 import numbers
 import warnings
 from contextlib import contextmanager
@@ -48,13 +51,48 @@ from .._constraints import DeviceName, LayerWidths
 from ._data import LinkData, ObservedData
 from ._networks import DECODERS
 
-__all__ = ["DeepClusteringBase"]
+__all__ = ["CollapseWarning", "DeepClusteringBase", "collapse_report"]
 
 
-def _restart_score(history: list[float]) -> float:
-    """What picks the best restart: the objective averaged over the last (up to) three
-    epochs, since each epoch's value is a minibatch estimate."""
-    return float(np.mean(history[-3:]))
+#: a fall of the bound from its best epoch to the last by more than this share of its size is
+#: reported (the best-bound state is restored in every case)
+_FALL = 0.1
+#: a fit has collapsed when at least this share of the item pairs that the links' majority
+#: calls cannot-link end in one cluster
+COLLAPSE_SHARE = 0.5
+
+
+class CollapseWarning(UserWarning):
+    """A deep clustering fit collapsed (its clusters contradict the links) or its bound fell;
+    the message says what was done about it."""
+
+
+def collapse_report(resp: np.ndarray, links) -> str | None:
+    """Whether the partition of ``resp`` (MAP clusters) contradicts the links' evidence.
+
+    The evidence is the item pairs that the links call cannot-link by majority (more
+    cannot-link than must-link judgments). If at least :data:`COLLAPSE_SHARE` of them are put
+    in one cluster, clusters were emptied against the links (a collapse, e.g. every item in
+    one cluster): returns a description, else None (also without links or such pairs)."""
+    if links is None:
+        return None
+    left, right = np.minimum(links.left, links.right), np.maximum(links.left, links.right)
+    key = left.astype(np.int64) * links.n_items + right
+    votes = pd.DataFrame({"key": key, "label": 2 * links.labels.astype(int) - 1})
+    balance = votes.groupby("key")["label"].sum()
+    cannot = balance.index[balance.to_numpy() < 0].to_numpy()
+    if cannot.size == 0:
+        return None
+    assigned = resp.argmax(axis=1)
+    same = assigned[cannot // links.n_items] == assigned[cannot % links.n_items]
+    share = float(same.mean())
+    if share < COLLAPSE_SHARE:
+        return None
+    used = int(np.unique(assigned).size)
+    return (
+        f"{used} cluster(s) used; {same.sum()} of the {cannot.size} item pairs the links call "
+        f"cannot-link ({share:.0%}) are in one cluster"
+    )
 
 
 class DeepClusteringBase(Estimator):
@@ -68,6 +106,8 @@ class DeepClusteringBase(Estimator):
     """
 
     _abstract = True  # not an estimator of its own: not registered for crowdbayes.load
+    #: whether a restart ends in its best-bound state (:meth:`_train`); else in its last one
+    _keep_best_bound = True
     _name = "model"
     #: rebuilt on load or only used while fitting: not saved
     _transient = ("_device", "_optimizer", "_resp_table", "_graph")
@@ -85,6 +125,7 @@ class DeepClusteringBase(Estimator):
         "learning_rate": [POSITIVE],
         "warmup_epochs": [NON_NEGATIVE_INT],
         "n_init": [POSITIVE_INT],
+        "collapse_restarts": [NON_NEGATIVE_INT],
         "link_weight": [POSITIVE],
         "device": [DeviceName()],
         "random_state": list(RANDOM_STATE),
@@ -204,30 +245,128 @@ class DeepClusteringBase(Estimator):
         ``links`` is a :class:`~crowdbayes.data.links.Links` built with the same observations,
         or a DataFrame ``worker, left, right, label`` whose ids are ``item_ids`` (default
         ``0 … n−1``); None fits without annotations. Returns self.
+
+        Each restart keeps its best-bound state (:meth:`_train`); a restart whose result
+        contradicts the links (:func:`collapse_report`) is followed by up to
+        ``collapse_restarts`` further restarts, and the best bound among the restarts that did
+        not collapse is kept, with a :class:`CollapseWarning` saying what happened.
         """
         self._settle()
         if hasattr(self, "_standardize"):
             del self._standardize
         data = self._prepare(X, links, item_ids)
         rng = self.random_generator()
-        best, best_history = None, None
-        for child in spawn_generators(rng, self.n_init):  # restarts: keep the best objective
+        extra = int(self.collapse_restarts) if data.links is not None else 0
+        children = spawn_generators(rng, self.n_init + extra)
+        fits, notes = [], []
+        for number, child in enumerate(children):
+            if number >= self.n_init and any(fit["collapse"] is None for fit in fits):
+                break  # a restart beyond n_init only replaces collapsed ones
             with self._seeded(child):
                 self._build(data, child)
-                run = run_iterations(
-                    lambda epoch, child=child: self._epoch(data, child, epoch),
-                    max_iter=self.epochs,
-                    progress=self.progress,
-                    desc=self._name,
-                )
-            if best is None or _restart_score(run.history) > _restart_score(best_history):
-                best, best_history = dict(self.__dict__), run.history
-        self.__dict__.update(best)
+                trace, best_epoch, fell = self._train(data, child)
+                resp, _, _ = self._posterior(data)
+            collapse = collapse_report(resp, data.links)
+            state = dict(self.__dict__)
+            fits.append(
+                dict(state=state, trace=trace, best=best_epoch, collapse=collapse, fell=fell)
+            )
+            if fell is not None:
+                notes.append(f"restart {number + 1}: {fell}")
+            if collapse is not None:
+                notes.append(f"restart {number + 1} collapsed ({collapse})")
+        sound = [i for i, fit in enumerate(fits) if fit["collapse"] is None]
+        kept = max(sound or range(len(fits)), key=lambda i: self._score(fits[i]))
+        chosen = fits[kept]
+        self.__dict__.update(chosen["state"])
+        self._warn_collapses(fits, kept, notes)
         with self._seeded(rng):
             resp, embedding, weights = self._posterior(data)
-        self.history_ = best_history
+        self.history_ = chosen["trace"]
+        self.best_epoch_ = int(chosen["best"])
+        self.n_restarts_ = len(fits)
+        self.collapsed_restarts_ = sum(fit["collapse"] is not None for fit in fits)
         self._set_results(data, resp, embedding, weights)
         return self
+
+    def _train(self, data: ObservedData, rng: np.random.Generator):
+        """``epochs`` epochs of one restart, keeping its best-bound state.
+
+        The bound of each epoch (``_epoch``'s estimate) is tracked; from the end of the
+        warm-up on (before it the latent prior terms are not yet fully weighted and the
+        globals restart when it ends), the state after the epoch with the highest bound is
+        snapshotted and restored at the end, so longer training never ends below the best
+        earlier state. Returns the trace, the epoch kept and a note if the bound fell from it
+        by more than ``_FALL`` of its magnitude by the last epoch (else None)."""
+        if not self._keep_best_bound:
+            run = run_iterations(
+                lambda epoch: self._epoch(data, rng, epoch),
+                max_iter=self.epochs,
+                progress=self.progress,
+                desc=self._name,
+            )
+            return list(run.history), len(run.history) - 1, None
+        first = min(self._warmup, self.epochs - 1)
+        best = {"value": -np.inf, "epoch": first, "state": None}
+
+        def step(epoch: int) -> float:
+            value = self._epoch(data, rng, epoch)
+            if epoch >= first and np.isfinite(value) and value > best["value"]:
+                best.update(value=value, epoch=epoch, state=self._snapshot())
+            return value
+
+        run = run_iterations(step, max_iter=self.epochs, progress=self.progress, desc=self._name)
+        trace = list(run.history)
+        fell = None
+        if best["state"] is not None:
+            last = trace[-1]
+            if best["epoch"] < len(trace) - 1:
+                self.__dict__.update(best["state"])
+                drop = best["value"] - last
+                if drop > _FALL * max(1.0, abs(best["value"])):
+                    fell = (
+                        f"the bound fell from {best['value']:.4g} (epoch {best['epoch'] + 1}) to "
+                        f"{last:.4g} (epoch {len(trace)}); the state of epoch "
+                        f"{best['epoch'] + 1} is kept"
+                    )
+        return trace, best["epoch"], fell
+
+    def _score(self, fit: dict) -> float:
+        """What ranks restarts: the bound of the state kept, or (without best-bound keeping)
+        the bound averaged over the last three epochs, each a minibatch estimate."""
+        if self._keep_best_bound:
+            return fit["trace"][fit["best"]]
+        return float(np.mean(fit["trace"][-3:]))
+
+    def _snapshot(self) -> dict[str, Any]:
+        """A copy of the model's state (networks, globals, tables) without the optimiser and
+        the recorded CUDA graph, which are only needed while training."""
+        skip = {"_optimizer", "_graph"}
+        return {
+            name: copy.deepcopy(value) for name, value in self.__dict__.items() if name not in skip
+        }
+
+    def _warn_collapses(self, fits: list[dict], kept: int, notes: list[str]) -> None:
+        collapsed = [fit for fit in fits if fit["collapse"] is not None]
+        if not notes:
+            return
+        if collapsed and fits[kept]["collapse"] is None:
+            outcome = (
+                f"kept restart {kept + 1} of {len(fits)} (best bound of those "
+                "that did not collapse)"
+            )
+        elif collapsed:
+            outcome = (
+                f"every one of {len(fits)} restarts collapsed; the best bound is kept. Try more "
+                "epochs, a smaller link_weight or more restarts (n_init)"
+            )
+        else:
+            outcome = "the best-bound state is kept"
+        warnings.warn(
+            f"{type(self).__name__}: " + "; ".join(notes) + f". {outcome}",
+            CollapseWarning,
+            stacklevel=3,
+        )
 
     def _warm(self, epoch: int) -> float:
         """Weight of the latent prior terms in the networks' loss at ``epoch`` (KL annealing
