@@ -281,8 +281,8 @@ def collapsed_sweep(
     update_hyperparameters(chain, settings, refresh)
     stats = chain.stats
     row_totals = stats.sum(axis=2)
-    class_counts = _class_statistics(labels, chain.classes, counted)[1].astype(float)
     counts = np.ones(labels.n_tasks, dtype=bool) if counted is None else counted
+    class_counts = np.bincount(chain.classes[counts], minlength=k).astype(float)
     alpha, alpha_totals = chain.alpha, chain.alpha.sum(axis=1)
     probas = np.zeros((k, labels.n_tasks)) if record else None
     gumbel = chain.rng.gumbel(size=(labels.n_tasks, k))
