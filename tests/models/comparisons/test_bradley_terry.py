@@ -11,7 +11,12 @@ from scipy import optimize
 from scipy.stats import spearmanr
 
 from crowdbayes import Comparisons
-from crowdbayes.models.comparisons import BradleyTerry, CrowdBT, simulate_crowd_comparisons
+from crowdbayes.models.comparisons import (
+    BradleyTerry,
+    CrowdBT,
+    bradley_terry,
+    simulate_crowd_comparisons,
+)
 from crowdbayes.models.comparisons._davidson import outcome_log_probs, weighted_terms
 from crowdbayes.models.comparisons.bradley_terry import (
     TIE_PRIOR_MEAN,
@@ -134,6 +139,42 @@ def test_laplace_variances_are_the_inverse_hessian_diagonal():
 
 
 # ------------------------------------------------------------------------------ recovery
+def _random_problem(n_items=300, n_comparisons=3000, seed=0):
+    """A random comparison graph with ties, the shape on which sparse LU fills in."""
+    rng = np.random.default_rng(seed)
+    left = rng.integers(0, n_items, n_comparisons)
+    right = (left + rng.integers(1, n_items, n_comparisons)) % n_items
+    s = rng.normal(size=n_items)
+    won = rng.random(n_comparisons) < 1 / (1 + np.exp(-(s[left] - s[right])))
+    tie = rng.random(n_comparisons) < 0.15
+    names = np.array([f"i{k}" for k in range(n_items)])
+    label = np.where(tie, "equal", np.where(won, names[left], names[right]))
+    table = pd.DataFrame({"worker": "w", "left": names[left], "right": names[right]})
+    data = Comparisons(table.assign(label=label))
+    design = _Design.of(data)
+    problem = _ScoreProblem(design, 1.5**2, True)
+    weights = _observed_weights(design, np.ones(len(design.outcome)), flip=False)
+    return problem, rng.normal(size=n_items), -0.5, weights
+
+
+def test_newton_systems_by_conjugate_gradients_match_a_direct_solve():
+    problem, s, theta, weights = _random_problem()
+    grad, matrix = problem.hessian(s, theta, weights)
+    step = bradley_terry._solve_positive_definite(matrix, grad)
+    np.testing.assert_allclose(step, np.linalg.solve(matrix.toarray(), grad), rtol=1e-8, atol=1e-10)
+
+
+def test_dense_and_sparse_variance_paths_agree(monkeypatch):
+    problem, s, theta, weights = _random_problem()
+    dense = problem.variances(s, theta, weights)
+    monkeypatch.setattr(bradley_terry, "_DENSE_VARIANCE_LIMIT", 0)
+    sparse = problem.variances(s, theta, weights)
+    _, matrix = problem.hessian(s, theta, weights)
+    exact = np.diag(np.linalg.inv(matrix.toarray()))[: len(s)]
+    np.testing.assert_allclose(dense, exact, rtol=1e-10)
+    np.testing.assert_allclose(sparse, exact, rtol=1e-10)
+
+
 def test_crowd_bt_objective_never_decreases_and_finds_the_planted_spammer():
     reliability = np.full(12, 0.9)
     reliability[3] = 0.0  # answers at random
