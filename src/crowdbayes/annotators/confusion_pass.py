@@ -1,0 +1,251 @@
+r"""The fused E-step + M-step pass of the confusion-matrix label models, compiled and threaded.
+
+With the count matrix ``A`` of :class:`~crowdbayes.Labels` (``A[i, jK+x]``: how often worker
+``j`` said ``x`` on task ``i``), log-confusions :math:`L_{jkx}` and log-prevalences :math:`l_k`,
+one pass computes for every task
+
+.. math::
+    p_{ik} = e^{l_k} \prod_{j,x} \big(e^{L_{jkx}}\big)^{A_{i,jx}}, \qquad
+    r_{ik} = p_{ik} / \textstyle\sum_k p_{ik}
+
+(gold tasks clamped to their class) and the sums :math:`n_{jkx} = \sum_i w_i A_{i,jx} r_{ik}`,
+:math:`\sum_i w_i r_{ik}` and :math:`\sum_i \log\sum_k p_{ik}` — the same quantities as
+:func:`~crowdbayes.annotators.label_log_likelihood`, a softmax and
+:func:`~crowdbayes.annotators.confusion_statistics`, in one sweep over the labels. Products of
+probabilities replace sums of logs (no ``exp``/``log`` per task; tasks whose product could
+underflow are rescaled by exact powers of two, or redone in log space: see the C source), so
+the results agree with the numpy path to rounding (about 1e-15 relative per pass).
+
+Threads: the tasks are cut into chunks that depend only on the data (never on the number of
+threads); each chunk has its own count buffers, and the buffers are added in chunk order, so
+the results are bit-for-bit the same for any number of threads. The number of threads is
+``CROWDBAYES_NUM_THREADS``, else ``OMP_NUM_THREADS``, else the CPUs this process may use.
+
+The kernel is a C extension built when the package is installed (``setup.py``); where it could
+not be built, :func:`confusion_pass` returns None and the models use the numpy path.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import weakref
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..data import Labels
+
+try:
+    from . import _confusion_kernel as _kernel
+except ImportError:  # no compiler at install time: the numpy path
+    _kernel = None
+
+__all__ = ["PassResult", "confusion_pass", "kernel_available", "n_threads"]
+
+#: labels per chunk of tasks (chunks are the unit of threading; their number depends on the
+#: data only, so the results do not depend on the number of threads)
+LABELS_PER_CHUNK = 250_000
+MAX_CHUNKS = 8
+#: at most this many doubles in all the chunks' count buffers together
+MAX_BUFFER_DOUBLES = 4_000_000
+#: the C kernel keeps a task's K probabilities on the stack
+MAX_CLASSES = 64
+
+_pool: ThreadPoolExecutor | None = None
+_pool_threads = 0
+_pool_lock = threading.Lock()
+
+
+@dataclass
+class PassResult:
+    """What one pass returns: class-major (K, n_tasks) responsibilities, the expected counts
+    ``confusion[j, k, x]``, the weighted class totals (K,) and the summed log evidence."""
+
+    resp: np.ndarray
+    confusion: np.ndarray
+    classes: np.ndarray
+    log_evidence: float
+
+
+def kernel_available() -> bool:
+    """Whether the compiled kernel was built (else :func:`confusion_pass` returns None)."""
+    return _kernel is not None
+
+
+def n_threads() -> int:
+    """Threads for a pass: ``CROWDBAYES_NUM_THREADS``, else ``OMP_NUM_THREADS``, else the
+    CPUs available to this process."""
+    for name in ("CROWDBAYES_NUM_THREADS", "OMP_NUM_THREADS"):
+        value = os.environ.get(name, "").strip()
+        if value.isdigit() and int(value) > 0:
+            return int(value)
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+def chunk_bounds(indptr: np.ndarray, n_columns: int, n_classes: int) -> np.ndarray:
+    """Task boundaries of the chunks: about equal numbers of labels, at most ``MAX_CHUNKS``
+    chunks and ``MAX_BUFFER_DOUBLES`` buffered counts; a function of the data alone."""
+    n_labels = int(indptr[-1])
+    n_chunks = min(MAX_CHUNKS, max(1, n_labels // LABELS_PER_CHUNK))
+    n_chunks = max(1, min(n_chunks, MAX_BUFFER_DOUBLES // max(1, n_columns * n_classes)))
+    targets = np.linspace(0, n_labels, n_chunks + 1)[1:-1]
+    inner = np.searchsorted(indptr, targets, side="left")
+    return np.unique(np.concatenate([[0], inner, [len(indptr) - 1]]))
+
+
+def _executor(threads: int) -> ThreadPoolExecutor:
+    global _pool, _pool_threads
+    with _pool_lock:
+        if _pool is None or _pool_threads != threads:
+            if _pool is not None:
+                _pool.shutdown(wait=True)
+            _pool = ThreadPoolExecutor(threads, thread_name_prefix="crowdbayes-pass")
+            _pool_threads = threads
+        return _pool
+
+
+def row_stride(n_classes: int) -> int:
+    """Row length of the kernel's table and count buffers: K padded to 2, 4 or 8 (a row then
+    never straddles two cache lines); K itself above 8. The C kernel has the same rule."""
+    if n_classes <= 8:
+        return 2 if n_classes <= 2 else 4 if n_classes <= 4 else 8
+    return n_classes
+
+
+def _aligned_empty(shape: tuple[int, ...]) -> np.ndarray:
+    """An array whose first element sits on a 64-byte boundary (padded rows are cache lines)."""
+    size = int(np.prod(shape))
+    raw = np.empty(size + 8)
+    offset = (-raw.ctypes.data % 64) // 8
+    return raw[offset : offset + size].reshape(shape)
+
+
+@dataclass(frozen=True)
+class _Layout:
+    """What a pass needs from the count matrix, prepared once per matrix (it never changes)."""
+
+    indptr: np.ndarray  # int64
+    indices: np.ndarray  # int32
+    data: np.ndarray  # float64
+    unit_counts: bool  # every count is 1: the vector passes apply
+    bounds: np.ndarray  # chunk boundaries (tasks)
+
+
+#: id(count matrix) -> (weak reference to it, buffer addresses, its layout); an entry goes when
+#: its matrix does (sparse matrices are not hashable, so no WeakKeyDictionary)
+_layouts: dict[int, tuple] = {}
+
+
+def _layout(matrix, stride: int) -> _Layout:
+    buffers = (matrix.indptr, matrix.indices, matrix.data)
+    key = (*(b.ctypes.data for b in buffers), stride, LABELS_PER_CHUNK, MAX_CHUNKS)
+    cached = _layouts.get(id(matrix))
+    if cached is not None and cached[0]() is matrix and cached[1] == key:
+        return cached[2]
+    indptr = np.ascontiguousarray(matrix.indptr, dtype=np.int64)
+    data = np.ascontiguousarray(matrix.data, dtype=np.float64)
+    layout = _Layout(
+        indptr=indptr,
+        indices=np.ascontiguousarray(matrix.indices, dtype=np.int32),  # < n_columns (CSR)
+        data=data,
+        unit_counts=bool((data == 1.0).all()),
+        bounds=chunk_bounds(indptr, matrix.shape[1], stride),
+    )
+    ident = id(matrix)
+    ref = weakref.ref(matrix, lambda _, ident=ident: _layouts.pop(ident, None))
+    _layouts[ident] = (ref, key, layout)
+    return layout
+
+
+def _smallest_log2(values: np.ndarray) -> float:
+    """log2 of the smallest non-zero entry (0.0 when all are 0)."""
+    positive = values[values > 0]
+    return float(np.log2(positive.min())) if positive.size else 0.0
+
+
+def confusion_pass(
+    labels: Labels,
+    log_confusion: np.ndarray,
+    log_prevalence: np.ndarray,
+    weight: np.ndarray | None = None,
+    threads: int | None = None,
+) -> PassResult | None:
+    """One fused pass (module docstring), or None where the compiled kernel is missing or the
+    problem is outside its range (more than ``MAX_CLASSES`` classes, or 2³¹ count columns).
+
+    ``log_confusion`` is (workers, K, K) (true class, observed class), ``log_prevalence`` (K,);
+    ``weight`` (n_tasks,) multiplies each task's contribution to the counts and class totals
+    (None: all 1); ``threads`` overrides :func:`n_threads`.
+    """
+    n_workers, n_classes, _ = log_confusion.shape
+    matrix = labels.count_matrix
+    n_tasks, n_columns = matrix.shape
+    if _kernel is None or n_classes > MAX_CLASSES or n_columns >= 2**31:
+        return None
+    if n_columns != n_workers * n_classes:
+        raise ValueError(f"confusion_pass: {n_columns} count columns for {n_workers} workers")
+    stride = row_stride(n_classes)
+    layout = _layout(matrix, stride)
+    # theta[(j*K + x)*S + k] = θ[j, k, x]: one row per count-matrix column, padded to S
+    theta = _aligned_empty((n_columns, stride))
+    theta[:, n_classes:] = 0.0
+    theta.reshape(n_workers, n_classes, stride)[:, :, :n_classes] = np.exp(log_confusion).transpose(
+        0, 2, 1
+    )
+    prior = np.ascontiguousarray(np.exp(log_prevalence), dtype=np.float64)
+    gold = np.ascontiguousarray(labels.gold_codes, dtype=np.int64) if labels.has_gold else None
+    if weight is not None:
+        weight = np.ascontiguousarray(weight, dtype=np.float64)
+    bounds = layout.bounds
+    n_chunks = len(bounds) - 1
+    resp = np.empty((n_classes, n_tasks))
+    counts = _aligned_empty((n_chunks, n_columns * stride))  # the kernel zeroes them
+    classes = np.empty((n_chunks, n_classes))
+    fixed = (
+        layout.indptr,
+        layout.indices,
+        layout.data,
+        theta,
+        prior,
+        gold,
+        weight,
+        n_classes,
+        stride,
+        n_tasks,
+    )
+    scales = (_smallest_log2(theta), _smallest_log2(prior), layout.unit_counts)
+
+    parts: list = [None] * n_chunks
+
+    def run(first: int, step: int) -> None:
+        for chunk in range(first, n_chunks, step):
+            start, stop = int(bounds[chunk]), int(bounds[chunk + 1])
+            parts[chunk] = _kernel.confusion_pass(
+                *fixed, start, stop, *scales, resp, counts[chunk], classes[chunk]
+            )
+
+    # thread t runs chunks t, t + threads, ...; the caller is thread 0
+    threads = min(n_threads() if threads is None else threads, n_chunks)
+    helpers = [_executor(threads - 1).submit(run, t, threads) for t in range(1, threads)]
+    run(0, threads)
+    for helper in helpers:
+        helper.result()
+    log2_evidence = -np.inf if any(zero for _, _, zero in parts) else 0.0
+    for log2_mantissa, exponent, _ in parts:  # chunk order: the same sum for any thread count
+        log2_evidence += log2_mantissa + exponent
+    total_counts = counts[0]
+    for row in counts[1:]:
+        total_counts += row
+    confusion = total_counts.reshape(n_workers, n_classes, stride)[:, :, :n_classes]
+    confusion = confusion.transpose(0, 2, 1)
+    return PassResult(
+        resp=resp,
+        confusion=np.ascontiguousarray(confusion),
+        classes=classes.sum(axis=0),
+        log_evidence=float(log2_evidence * np.log(2.0)),
+    )
