@@ -50,6 +50,7 @@ typedef struct {
     const double *weight;   /* (n_tasks,) weights of the statistics; NULL: all 1 */
     double min_log2, prior_log2; /* log2 of the smallest non-zero theta / prior entry */
     int unit_counts; /* every count is 1 */
+    int cstride;     /* row stride of counts: S, or 4 with K = 5 (the last class left out) */
     Py_ssize_t n_tasks, start, stop;
     double *resp;    /* (K, n_tasks) class-major, written for tasks [start, stop) */
     double *counts;  /* (n_columns * S,) set to this range's counts */
@@ -192,11 +193,13 @@ typedef double v4d __attribute__((vector_size(32)));
 #define V_ADD(j) V_STORE(row + L * j, V_LOAD(row + L * j) + q##j);
 
 /* The pass for K <= W classes with rows padded to W when every count is 1 (no repeated labels),
- * with pieces of type VT (L doubles; EACH: W/L of them) and function attributes ATTR: the
+ * with pieces of type VT (L doubles; EACH: W/L of them) and function attributes ATTR; the count
+ * rows have WC <= W entries (EACH_C: WC/L pieces), WC = 4 < K = 5 leaving the last class out
+ * (the caller gets it from the label totals, as the responsibilities sum to one): the
  * product over a task's labels runs as two interleaved products u, v (shorter dependency
  * chains), and each count row gets W/L vector adds. (Software prefetching of the rows ahead
  * was tried: no gain, the tables fit in L2.) */
-#define DEFINE_VECTOR_PASS(NAME, W, EACH, L, ATTR)                                            \
+#define DEFINE_VECTOR_PASS(NAME, W, EACH, L, ATTR, WC, EACH_C)                                \
     ATTR INLINE evidence_t NAME(const pass_t *a, const int K) {                               \
         evidence_t ev = {1.0, 0.0, 0};                                                        \
         const int32_t *idx = a->indices;                                                      \
@@ -226,10 +229,10 @@ typedef double v4d __attribute__((vector_size(32)));
                 EACH(V_MERGE)                                                                 \
             }                                                                                 \
             if (!finish_task(a, &ev, classes, p, scale, i, K, W)) continue;                   \
-            EACH(V_RESP)                                                                      \
+            EACH_C(V_RESP)                                                                    \
             for (int64_t e = lo; e < hi; e++) {                                               \
-                double *row = counts + (int64_t)idx[e] * W;                                   \
-                EACH(V_ADD)                                                                   \
+                double *row = counts + (int64_t)idx[e] * WC;                                  \
+                EACH_C(V_ADD)                                                                 \
             }                                                                                 \
         }                                                                                     \
         for (int k = 0; k < K; k++) a->classes[k] += classes[k];                              \
@@ -245,6 +248,7 @@ typedef double v4d __attribute__((vector_size(32)));
     DEFINE_K(PREFIX##_4, 3, ATTR)                                                             \
     DEFINE_K(PREFIX##_4, 4, ATTR)                                                             \
     DEFINE_K(PREFIX##_8, 5, ATTR)                                                             \
+    DEFINE_K(PREFIX##_8c4, 5, ATTR)                                                           \
     DEFINE_K(PREFIX##_8, 6, ATTR)                                                             \
     DEFINE_K(PREFIX##_8, 7, ATTR)                                                             \
     DEFINE_K(PREFIX##_8, 8, ATTR)                                                             \
@@ -253,7 +257,7 @@ typedef double v4d __attribute__((vector_size(32)));
         case 2: return PREFIX##_2_k2(a);                                                      \
         case 3: return PREFIX##_4_k3(a);                                                      \
         case 4: return PREFIX##_4_k4(a);                                                      \
-        case 5: return PREFIX##_8_k5(a);                                                      \
+        case 5: return a->cstride == 4 ? PREFIX##_8c4_k5(a) : PREFIX##_8_k5(a);               \
         case 6: return PREFIX##_8_k6(a);                                                      \
         case 7: return PREFIX##_8_k7(a);                                                      \
         default: return PREFIX##_8_k8(a);                                                     \
@@ -262,9 +266,10 @@ typedef double v4d __attribute__((vector_size(32)));
 
 #define VT v2d
 #define L 2
-DEFINE_VECTOR_PASS(sse2_pass_2, 2, EACH_1, 2, )
-DEFINE_VECTOR_PASS(sse2_pass_4, 4, EACH_2, 2, )
-DEFINE_VECTOR_PASS(sse2_pass_8, 8, EACH_4, 2, )
+DEFINE_VECTOR_PASS(sse2_pass_2, 2, EACH_1, 2, , 2, EACH_1)
+DEFINE_VECTOR_PASS(sse2_pass_4, 4, EACH_2, 2, , 4, EACH_2)
+DEFINE_VECTOR_PASS(sse2_pass_8, 8, EACH_4, 2, , 8, EACH_4)
+DEFINE_VECTOR_PASS(sse2_pass_8c4, 8, EACH_4, 2, , 4, EACH_2)
 DEFINE_VECTOR_PASSES(sse2_pass, )
 #undef VT
 #undef L
@@ -273,13 +278,14 @@ DEFINE_VECTOR_PASSES(sse2_pass, )
 #define AVX2 __attribute__((target("avx2")))
 #define VT v2d
 #define L 2
-DEFINE_VECTOR_PASS(avx2_pass_2, 2, EACH_1, 2, AVX2)
+DEFINE_VECTOR_PASS(avx2_pass_2, 2, EACH_1, 2, AVX2, 2, EACH_1)
 #undef VT
 #undef L
 #define VT v4d
 #define L 4
-DEFINE_VECTOR_PASS(avx2_pass_4, 4, EACH_1, 4, AVX2)
-DEFINE_VECTOR_PASS(avx2_pass_8, 8, EACH_2, 4, AVX2)
+DEFINE_VECTOR_PASS(avx2_pass_4, 4, EACH_1, 4, AVX2, 4, EACH_1)
+DEFINE_VECTOR_PASS(avx2_pass_8, 8, EACH_2, 4, AVX2, 8, EACH_2)
+DEFINE_VECTOR_PASS(avx2_pass_8c4, 8, EACH_2, 4, AVX2, 4, EACH_1)
 DEFINE_VECTOR_PASSES(avx2_pass, AVX2)
 #undef VT
 #undef L
@@ -309,7 +315,7 @@ static int check_size(Py_buffer *buf, Py_ssize_t items, Py_ssize_t itemsize, con
 
 PyDoc_STRVAR(pass_doc,
              "confusion_pass(indptr, indices, data, theta, prior, gold, weight, n_classes, "
-             "row_stride, n_tasks, start, stop, min_log2, prior_log2, unit_counts, resp, "
+             "row_stride, counts_stride, n_tasks, start, stop, min_log2, prior_log2, unit_counts, resp, "
              "counts, classes) -> (log2 mantissa, exponent, zero)\n\n"
              "The fused E+M pass over tasks [start, stop) (see the source's header), writing "
              "resp[:, start:stop], counts and classes (overwritten): indptr "
@@ -321,8 +327,9 @@ static PyObject *confusion_pass(PyObject *Py_UNUSED(self), PyObject *args) {
     Py_buffer resp_buf, counts_buf, classes_buf;
     int K, S;
     pass_t a;
-    if (!PyArg_ParseTuple(args, "y*y*y*y*y*z*z*iinnnddpw*w*w*", &indptr_buf, &indices_buf,
+    if (!PyArg_ParseTuple(args, "y*y*y*y*y*z*z*iiinnnddpw*w*w*", &indptr_buf, &indices_buf,
                           &data_buf, &theta_buf, &prior_buf, &gold_buf, &weight_buf, &K, &S,
+                          &a.cstride,
                           &a.n_tasks, &a.start, &a.stop, &a.min_log2, &a.prior_log2,
                           &a.unit_counts, &resp_buf, &counts_buf, &classes_buf))
         return NULL;
@@ -332,12 +339,18 @@ static PyObject *confusion_pass(PyObject *Py_UNUSED(self), PyObject *args) {
         PyErr_SetString(PyExc_ValueError, "confusion_pass: bad sizes");
         goto done;
     }
+    if (a.cstride != S && !(a.cstride == 4 && K == 5 && S == 8 && a.unit_counts &&
+                            !weight_buf.buf)) {
+        PyErr_SetString(PyExc_ValueError, "confusion_pass: counts stride below S needs K = 5, "
+                                          "stride 8, unit counts and no weights");
+        goto done;
+    }
     a.indptr = (const int64_t *)indptr_buf.buf;
     if (!check_size(&indptr_buf, a.n_tasks + 1, 8, "indptr") ||
         !check_size(&prior_buf, K, 8, "prior") ||
         !check_size(&resp_buf, (Py_ssize_t)K * a.n_tasks, 8, "resp") ||
         !check_size(&classes_buf, K, 8, "classes") ||
-        !check_size(&counts_buf, theta_buf.len / 8, 8, "counts") ||
+        !check_size(&counts_buf, theta_buf.len / 8 / S * a.cstride, 8, "counts") ||
         (gold_buf.buf && !check_size(&gold_buf, a.n_tasks, 8, "gold")) ||
         (weight_buf.buf && !check_size(&weight_buf, a.n_tasks, 8, "weight")) ||
         !check_size(&indices_buf, a.indptr[a.n_tasks], 4, "indices") ||

@@ -134,19 +134,26 @@ class _Layout:
     data: np.ndarray  # float64
     unit_counts: bool  # every count is 1: the vector passes apply
     bounds: np.ndarray  # chunk boundaries (tasks)
+    gold: np.ndarray | None  # int64 gold codes, None when no task has one
 
 
-#: id(count matrix) -> (weak reference to it, buffer addresses, its layout); an entry goes when
-#: its matrix does (sparse matrices are not hashable, so no WeakKeyDictionary)
+#: id(count matrix) -> (weak reference to it, its arrays and the gold codes, settings, layout);
+#: an entry goes when its matrix does (sparse matrices are not hashable: no WeakKeyDictionary)
 _layouts: dict[int, tuple] = {}
 
 
-def _layout(matrix, stride: int) -> _Layout:
-    buffers = (matrix.indptr, matrix.indices, matrix.data)
-    key = (*(b.ctypes.data for b in buffers), stride, LABELS_PER_CHUNK, MAX_CHUNKS)
+def _layout(labels: Labels, stride: int) -> _Layout:
+    matrix = labels.count_matrix
+    arrays = (matrix.indptr, matrix.indices, matrix.data, labels.gold_codes)
+    settings = (stride, LABELS_PER_CHUNK, MAX_CHUNKS)
     cached = _layouts.get(id(matrix))
-    if cached is not None and cached[0]() is matrix and cached[1] == key:
-        return cached[2]
+    if (
+        cached is not None
+        and cached[0]() is matrix
+        and all(x is y for x, y in zip(cached[1], arrays, strict=True))
+        and cached[2] == settings
+    ):
+        return cached[3]
     indptr = np.ascontiguousarray(matrix.indptr, dtype=np.int64)
     data = np.ascontiguousarray(matrix.data, dtype=np.float64)
     layout = _Layout(
@@ -155,10 +162,11 @@ def _layout(matrix, stride: int) -> _Layout:
         data=data,
         unit_counts=bool((data == 1.0).all()),
         bounds=chunk_bounds(indptr, matrix.shape[1], stride),
+        gold=np.ascontiguousarray(labels.gold_codes, dtype=np.int64) if labels.has_gold else None,
     )
     ident = id(matrix)
     ref = weakref.ref(matrix, lambda _, ident=ident: _layouts.pop(ident, None))
-    _layouts[ident] = (ref, key, layout)
+    _layouts[ident] = (ref, arrays, settings, layout)
     return layout
 
 
@@ -190,7 +198,7 @@ def confusion_pass(
     if n_columns != n_workers * n_classes:
         raise ValueError(f"confusion_pass: {n_columns} count columns for {n_workers} workers")
     stride = row_stride(n_classes)
-    layout = _layout(matrix, stride)
+    layout = _layout(labels, stride)
     # theta[(j*K + x)*S + k] = θ[j, k, x]: one row per count-matrix column, padded to S
     theta = _aligned_empty((n_columns, stride))
     theta[:, n_classes:] = 0.0
@@ -198,13 +206,16 @@ def confusion_pass(
         0, 2, 1
     )
     prior = np.ascontiguousarray(np.exp(log_prevalence), dtype=np.float64)
-    gold = np.ascontiguousarray(labels.gold_codes, dtype=np.int64) if labels.has_gold else None
     if weight is not None:
         weight = np.ascontiguousarray(weight, dtype=np.float64)
     bounds = layout.bounds
     n_chunks = len(bounds) - 1
     resp = np.empty((n_classes, n_tasks))
-    counts = _aligned_empty((n_chunks, n_columns * stride))  # the kernel zeroes them
+    # K = 5 on whole counts rows of 4: the last class from the label totals (every task's
+    # responsibilities sum to one), half the count updates of rows padded to 8
+    last_from_totals = n_classes == 5 and stride == 8 and layout.unit_counts and weight is None
+    counts_stride = 4 if last_from_totals else stride
+    counts = _aligned_empty((n_chunks, n_columns * counts_stride))  # the kernel zeroes them
     classes = np.empty((n_chunks, n_classes))
     fixed = (
         layout.indptr,
@@ -212,10 +223,11 @@ def confusion_pass(
         layout.data,
         theta,
         prior,
-        gold,
+        layout.gold,
         weight,
         n_classes,
         stride,
+        counts_stride,
         n_tasks,
     )
     scales = (_smallest_log2(theta), _smallest_log2(prior), layout.unit_counts)
@@ -241,7 +253,13 @@ def confusion_pass(
     total_counts = counts[0]
     for row in counts[1:]:
         total_counts += row
-    confusion = total_counts.reshape(n_workers, n_classes, stride)[:, :, :n_classes]
+    total_counts = total_counts.reshape(n_columns, counts_stride)
+    if last_from_totals:
+        full = np.empty((n_columns, n_classes))
+        full[:, :-1] = total_counts
+        np.maximum(labels.column_totals - total_counts.sum(axis=1), 0.0, out=full[:, -1])
+        total_counts = full
+    confusion = total_counts.reshape(n_workers, n_classes, -1)[:, :, :n_classes]
     confusion = confusion.transpose(0, 2, 1)
     return PassResult(
         resp=resp,
