@@ -12,7 +12,8 @@ setup(
         Extension(
             "crowdbayes.annotators._confusion_kernel",
             sources=["src/crowdbayes/annotators/_confusion_kernel.c"],
-            extra_compile_args=["-O3"],
+            extra_compile_args=["-O3", "-pthread"],
+            extra_link_args=["-pthread"],
             optional=True,
         )
     ]

@@ -22,13 +22,15 @@
  *
  * Speed: with every count 1 (no repeated labels) and K <= 8, the pass runs on whole padded rows
  * as vectors (SSE2, or AVX2 where the CPU has it), specialised for S = 2, 4, 8; otherwise plain
- * loops. The GIL is released while the kernel runs, so chunks of tasks can run on threads,
- * each with its own counts, classes and evidence (added up by the caller in chunk order).
+ * loops. The tasks come in chunks that run on threads (pthreads, the GIL released), each chunk
+ * with its own counts, classes and evidence, added up by the caller in chunk order.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define MAX_CLASSES 64
@@ -313,44 +315,110 @@ static int check_size(Py_buffer *buf, Py_ssize_t items, Py_ssize_t itemsize, con
     return 1;
 }
 
+/* The chunks of one pass and the threads that run them: each thread claims the next chunk
+ * (an atomic counter) until none is left; each chunk writes only its own counts, classes and
+ * evidence, so the results do not depend on which thread ran it. The caller works too and
+ * waits only for the chunks to be finished, not for the helper threads (detached): a helper
+ * that gets its core late finds nothing left to claim and exits, touching only this struct,
+ * which the last of its users frees. */
+typedef struct {
+    pass_t base;            /* everything but start, stop, counts, classes */
+    int K, S;
+    const int64_t *bounds;  /* (n_chunks + 1,) task boundaries */
+    Py_ssize_t n_chunks, counts_size;
+    double *counts, *classes, *parts; /* per chunk: counts_size, K, 3 (log2 mantissa, exp, 0) */
+    Py_ssize_t next;        /* the next chunk to claim */
+    Py_ssize_t finished;    /* chunks done (under the mutex) */
+    int users;              /* threads still holding the struct (atomic) */
+    pthread_mutex_t mutex;
+    pthread_cond_t all_done;
+} chunks_t;
+
+static void claim_chunks(chunks_t *c) {
+    Py_ssize_t chunk;
+    while ((chunk = __atomic_fetch_add(&c->next, 1, __ATOMIC_RELAXED)) < c->n_chunks) {
+        pass_t a = c->base;
+        a.start = c->bounds[chunk];
+        a.stop = c->bounds[chunk + 1];
+        a.counts = c->counts + chunk * c->counts_size;
+        a.classes = c->classes + chunk * c->K;
+        memset(a.counts, 0, (size_t)c->counts_size * sizeof(double));
+        memset(a.classes, 0, (size_t)c->K * sizeof(double));
+        const evidence_t ev = run_pass_any(&a, c->K, c->S);
+        c->parts[3 * chunk] = log2(ev.mantissa);
+        c->parts[3 * chunk + 1] = ev.exponent;
+        c->parts[3 * chunk + 2] = ev.zero;
+        pthread_mutex_lock(&c->mutex);
+        if (++c->finished == c->n_chunks) pthread_cond_signal(&c->all_done);
+        pthread_mutex_unlock(&c->mutex);
+    }
+}
+
+static void release_chunks(chunks_t *c) {
+    if (__atomic_sub_fetch(&c->users, 1, __ATOMIC_ACQ_REL) == 0) {
+        pthread_mutex_destroy(&c->mutex);
+        pthread_cond_destroy(&c->all_done);
+        free(c);
+    }
+}
+
+static void *helper_thread(void *arg) {
+    claim_chunks((chunks_t *)arg);
+    release_chunks((chunks_t *)arg);
+    return NULL;
+}
+
+#define MAX_THREADS 256
+
 PyDoc_STRVAR(pass_doc,
              "confusion_pass(indptr, indices, data, theta, prior, gold, weight, n_classes, "
-             "row_stride, counts_stride, n_tasks, start, stop, min_log2, prior_log2, unit_counts, resp, "
-             "counts, classes) -> (log2 mantissa, exponent, zero)\n\n"
-             "The fused E+M pass over tasks [start, stop) (see the source's header), writing "
-             "resp[:, start:stop], counts and classes (overwritten): indptr "
-             "int64, indices int32 (each below len(theta) / row_stride: not checked), gold int64 "
-             "or None, weight float64 or None, the rest float64, all C-contiguous.");
+             "row_stride, counts_stride, n_tasks, bounds, min_log2, prior_log2, unit_counts, "
+             "n_threads, resp, counts, classes, parts) -> None\n\n"
+             "The fused E+M pass (see the source's header) over the chunks of tasks "
+             "[bounds[c], bounds[c+1]) on n_threads threads, writing resp (K, n_tasks), and per "
+             "chunk c its counts[c] (n_columns * counts_stride), classes[c] (K) and parts[c] = "
+             "(log2 mantissa, exponent, zero) of its evidence. indptr and bounds int64, indices "
+             "int32 (each below len(theta) / row_stride: not checked), gold int64 or None, "
+             "weight float64 or None, the rest float64, all C-contiguous.");
 
 static PyObject *confusion_pass(PyObject *Py_UNUSED(self), PyObject *args) {
     Py_buffer indptr_buf, indices_buf, data_buf, theta_buf, prior_buf, gold_buf, weight_buf;
-    Py_buffer resp_buf, counts_buf, classes_buf;
-    int K, S;
-    pass_t a;
-    if (!PyArg_ParseTuple(args, "y*y*y*y*y*z*z*iiinnnddpw*w*w*", &indptr_buf, &indices_buf,
+    Py_buffer bounds_buf, resp_buf, counts_buf, classes_buf, parts_buf;
+    int K, S, cstride, n_threads;
+    pass_t a = {0};
+    if (!PyArg_ParseTuple(args, "y*y*y*y*y*z*z*iiiny*ddpiw*w*w*w*", &indptr_buf, &indices_buf,
                           &data_buf, &theta_buf, &prior_buf, &gold_buf, &weight_buf, &K, &S,
-                          &a.cstride,
-                          &a.n_tasks, &a.start, &a.stop, &a.min_log2, &a.prior_log2,
-                          &a.unit_counts, &resp_buf, &counts_buf, &classes_buf))
+                          &cstride, &a.n_tasks, &bounds_buf, &a.min_log2, &a.prior_log2,
+                          &a.unit_counts, &n_threads, &resp_buf, &counts_buf, &classes_buf,
+                          &parts_buf))
         return NULL;
     PyObject *result = NULL;
-    if (K < 1 || K > MAX_CLASSES || S < K || a.start < 0 || a.stop > a.n_tasks ||
-        a.start > a.stop) {
+    const Py_ssize_t n_chunks = bounds_buf.len / 8 - 1;
+    const Py_ssize_t counts_size = theta_buf.len / 8 / (S > 0 ? S : 1) * cstride;
+    const int64_t *bounds = (const int64_t *)bounds_buf.buf;
+    if (K < 1 || K > MAX_CLASSES || S < K || n_chunks < 1 || n_threads < 1) {
         PyErr_SetString(PyExc_ValueError, "confusion_pass: bad sizes");
         goto done;
     }
-    if (a.cstride != S && !(a.cstride == 4 && K == 5 && S == 8 && a.unit_counts &&
-                            !weight_buf.buf)) {
+    if (cstride != S &&
+        !(cstride == 4 && K == 5 && S == 8 && a.unit_counts && !weight_buf.buf)) {
         PyErr_SetString(PyExc_ValueError, "confusion_pass: counts stride below S needs K = 5, "
                                           "stride 8, unit counts and no weights");
         goto done;
+    }
+    for (Py_ssize_t c = 0; c < n_chunks; c++) {
+        if (bounds[c] < 0 || bounds[c] > bounds[c + 1] || bounds[c + 1] > a.n_tasks) {
+            PyErr_SetString(PyExc_ValueError, "confusion_pass: bad chunk bounds");
+            goto done;
+        }
     }
     a.indptr = (const int64_t *)indptr_buf.buf;
     if (!check_size(&indptr_buf, a.n_tasks + 1, 8, "indptr") ||
         !check_size(&prior_buf, K, 8, "prior") ||
         !check_size(&resp_buf, (Py_ssize_t)K * a.n_tasks, 8, "resp") ||
-        !check_size(&classes_buf, K, 8, "classes") ||
-        !check_size(&counts_buf, theta_buf.len / 8 / S * a.cstride, 8, "counts") ||
+        !check_size(&classes_buf, n_chunks * K, 8, "classes") ||
+        !check_size(&counts_buf, n_chunks * counts_size, 8, "counts") ||
+        !check_size(&parts_buf, n_chunks * 3, 8, "parts") ||
         (gold_buf.buf && !check_size(&gold_buf, a.n_tasks, 8, "gold")) ||
         (weight_buf.buf && !check_size(&weight_buf, a.n_tasks, 8, "weight")) ||
         !check_size(&indices_buf, a.indptr[a.n_tasks], 4, "indices") ||
@@ -363,15 +431,47 @@ static PyObject *confusion_pass(PyObject *Py_UNUSED(self), PyObject *args) {
     a.gold = (const int64_t *)gold_buf.buf;
     a.weight = (const double *)weight_buf.buf;
     a.resp = (double *)resp_buf.buf;
-    a.counts = (double *)counts_buf.buf;
-    a.classes = (double *)classes_buf.buf;
-    evidence_t ev;
+    a.cstride = cstride;
+    chunks_t *chunks = calloc(1, sizeof(chunks_t));
+    if (!chunks) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    *chunks = (chunks_t){.base = a,
+                         .K = K,
+                         .S = S,
+                         .bounds = bounds,
+                         .n_chunks = n_chunks,
+                         .counts_size = counts_size,
+                         .counts = (double *)counts_buf.buf,
+                         .classes = (double *)classes_buf.buf,
+                         .parts = (double *)parts_buf.buf,
+                         .users = 1};
+    pthread_mutex_init(&chunks->mutex, NULL);
+    pthread_cond_init(&chunks->all_done, NULL);
+    int helpers = (n_threads < n_chunks ? n_threads : (int)n_chunks) - 1;
+    if (helpers > MAX_THREADS) helpers = MAX_THREADS;
     Py_BEGIN_ALLOW_THREADS;
-    memset(a.counts, 0, counts_buf.len);
-    memset(a.classes, 0, (size_t)K * sizeof(double));
-    ev = run_pass_any(&a, K, S);
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    for (int t = 0; t < helpers; t++) {
+        pthread_t thread;
+        __atomic_add_fetch(&chunks->users, 1, __ATOMIC_ACQ_REL);
+        if (pthread_create(&thread, &attr, helper_thread, chunks) != 0) {
+            __atomic_sub_fetch(&chunks->users, 1, __ATOMIC_ACQ_REL); /* run without it */
+            break;
+        }
+    }
+    pthread_attr_destroy(&attr);
+    claim_chunks(chunks);
+    pthread_mutex_lock(&chunks->mutex);
+    while (chunks->finished < chunks->n_chunks)
+        pthread_cond_wait(&chunks->all_done, &chunks->mutex);
+    pthread_mutex_unlock(&chunks->mutex);
+    release_chunks(chunks);
     Py_END_ALLOW_THREADS;
-    result = Py_BuildValue("(ddi)", log2(ev.mantissa), ev.exponent, ev.zero);
+    result = Py_NewRef(Py_None);
 
 done:
     PyBuffer_Release(&indptr_buf);
@@ -381,9 +481,11 @@ done:
     PyBuffer_Release(&prior_buf);
     if (gold_buf.buf) PyBuffer_Release(&gold_buf);
     if (weight_buf.buf) PyBuffer_Release(&weight_buf);
+    PyBuffer_Release(&bounds_buf);
     PyBuffer_Release(&resp_buf);
     PyBuffer_Release(&counts_buf);
     PyBuffer_Release(&classes_buf);
+    PyBuffer_Release(&parts_buf);
     return result;
 }
 

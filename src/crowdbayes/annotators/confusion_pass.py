@@ -18,7 +18,9 @@ the results agree with the numpy path to rounding (about 1e-15 relative per pass
 
 Threads: the tasks are cut into chunks that depend only on the data (never on the number of
 threads); each chunk has its own count buffers, and the buffers are added in chunk order, so
-the results are bit-for-bit the same for any number of threads. The number of threads is
+the results are bit-for-bit the same for any number of threads. The threads (the caller and
+pthreads started by the kernel, the GIL released) claim chunks as they go, so a helper that
+gets its core late delays nothing but its own chunk. The number of threads is
 ``CROWDBAYES_NUM_THREADS``, else ``OMP_NUM_THREADS``, else the CPUs this process may use.
 
 The kernel is a C extension built when the package is installed (``setup.py``); where it could
@@ -28,9 +30,7 @@ not be built, :func:`confusion_pass` returns None and the models use the numpy p
 from __future__ import annotations
 
 import os
-import threading
 import weakref
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -46,16 +46,12 @@ __all__ = ["PassResult", "confusion_pass", "kernel_available", "n_threads"]
 
 #: labels per chunk of tasks (chunks are the unit of threading; their number depends on the
 #: data only, so the results do not depend on the number of threads)
-LABELS_PER_CHUNK = 250_000
+LABELS_PER_CHUNK = 125_000
 MAX_CHUNKS = 8
 #: at most this many doubles in all the chunks' count buffers together
 MAX_BUFFER_DOUBLES = 4_000_000
 #: the C kernel keeps a task's K probabilities on the stack
 MAX_CLASSES = 64
-
-_pool: ThreadPoolExecutor | None = None
-_pool_threads = 0
-_pool_lock = threading.Lock()
 
 
 @dataclass
@@ -95,18 +91,7 @@ def chunk_bounds(indptr: np.ndarray, n_columns: int, n_classes: int) -> np.ndarr
     n_chunks = max(1, min(n_chunks, MAX_BUFFER_DOUBLES // max(1, n_columns * n_classes)))
     targets = np.linspace(0, n_labels, n_chunks + 1)[1:-1]
     inner = np.searchsorted(indptr, targets, side="left")
-    return np.unique(np.concatenate([[0], inner, [len(indptr) - 1]]))
-
-
-def _executor(threads: int) -> ThreadPoolExecutor:
-    global _pool, _pool_threads
-    with _pool_lock:
-        if _pool is None or _pool_threads != threads:
-            if _pool is not None:
-                _pool.shutdown(wait=True)
-            _pool = ThreadPoolExecutor(threads, thread_name_prefix="crowdbayes-pass")
-            _pool_threads = threads
-        return _pool
+    return np.unique(np.concatenate([[0], inner, [len(indptr) - 1]])).astype(np.int64)
 
 
 def row_stride(n_classes: int) -> int:
@@ -208,8 +193,7 @@ def confusion_pass(
     prior = np.ascontiguousarray(np.exp(log_prevalence), dtype=np.float64)
     if weight is not None:
         weight = np.ascontiguousarray(weight, dtype=np.float64)
-    bounds = layout.bounds
-    n_chunks = len(bounds) - 1
+    n_chunks = len(layout.bounds) - 1
     resp = np.empty((n_classes, n_tasks))
     # K = 5 on whole counts rows of 4: the last class from the label totals (every task's
     # responsibilities sum to one), half the count updates of rows padded to 8
@@ -232,22 +216,10 @@ def confusion_pass(
     )
     scales = (_smallest_log2(theta), _smallest_log2(prior), layout.unit_counts)
 
-    parts: list = [None] * n_chunks
-
-    def run(first: int, step: int) -> None:
-        for chunk in range(first, n_chunks, step):
-            start, stop = int(bounds[chunk]), int(bounds[chunk + 1])
-            parts[chunk] = _kernel.confusion_pass(
-                *fixed, start, stop, *scales, resp, counts[chunk], classes[chunk]
-            )
-
-    # thread t runs chunks t, t + threads, ...; the caller is thread 0
+    parts = np.empty((n_chunks, 3))
     threads = min(n_threads() if threads is None else threads, n_chunks)
-    helpers = [_executor(threads - 1).submit(run, t, threads) for t in range(1, threads)]
-    run(0, threads)
-    for helper in helpers:
-        helper.result()
-    log2_evidence = -np.inf if any(zero for _, _, zero in parts) else 0.0
+    _kernel.confusion_pass(*fixed, layout.bounds, *scales, threads, resp, counts, classes, parts)
+    log2_evidence = -np.inf if parts[:, 2].any() else 0.0
     for log2_mantissa, exponent, _ in parts:  # chunk order: the same sum for any thread count
         log2_evidence += log2_mantissa + exponent
     total_counts = counts[0]
