@@ -70,17 +70,24 @@ def kernel_available() -> bool:
     return _kernel is not None
 
 
-def n_threads() -> int:
-    """Threads for a pass: ``CROWDBAYES_NUM_THREADS``, else ``OMP_NUM_THREADS``, else the
-    CPUs available to this process."""
-    for name in ("CROWDBAYES_NUM_THREADS", "OMP_NUM_THREADS"):
-        value = os.environ.get(name, "").strip()
-        if value.isdigit() and int(value) > 0:
-            return int(value)
+def _available_cpus() -> int:
     try:
         return len(os.sched_getaffinity(0))
     except AttributeError:  # not on Linux
         return os.cpu_count() or 1
+
+
+_CPUS = _available_cpus()
+
+
+def n_threads() -> int:
+    """Threads for a pass: ``CROWDBAYES_NUM_THREADS``, else ``OMP_NUM_THREADS``, else the
+    CPUs available to this process (as at import)."""
+    for name in ("CROWDBAYES_NUM_THREADS", "OMP_NUM_THREADS"):
+        value = os.environ.get(name, "").strip()
+        if value.isdigit() and int(value) > 0:
+            return int(value)
+    return _CPUS
 
 
 def chunk_bounds(indptr: np.ndarray, n_columns: int, n_classes: int) -> np.ndarray:
