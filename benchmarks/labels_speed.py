@@ -390,7 +390,8 @@ def _kernel_line() -> str:
     how = "compiled C kernel" if confusion_pass.kernel_available() else "numpy (no C kernel)"
     return (
         f"- Dawid–Skene E+M pass: {how}, {confusion_pass.n_threads()} thread(s) "
-        "(CROWDBAYES_NUM_THREADS, else OMP_NUM_THREADS, else the CPUs available); the CPU "
+        "at the start (CROWDBAYES_NUM_THREADS, else OMP_NUM_THREADS, else the CPUs that the "
+        "load average leaves free, per fit); the CPU "
         "column adds up all threads"
     )
 

@@ -141,6 +141,19 @@ def test_results_do_not_depend_on_the_thread_count(monkeypatch):
             assert np.array_equal(model.probas_.to_numpy(), first)
 
 
+def test_thread_count_setting(monkeypatch):
+    monkeypatch.setattr(cp, "_CPUS", 4)
+    monkeypatch.delenv("CROWDBAYES_NUM_THREADS", raising=False)
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    for load, threads in [(0.0, 4), (1.0, 4), (2.2, 3), (4.6, 1), (40.0, 1)]:
+        monkeypatch.setattr(cp.os, "getloadavg", lambda load=load: (load, load, load))
+        assert cp.n_threads() == threads
+    monkeypatch.setenv("OMP_NUM_THREADS", "2")
+    assert cp.n_threads() == 2
+    monkeypatch.setenv("CROWDBAYES_NUM_THREADS", "3")
+    assert cp.n_threads() == 3
+
+
 def fit_both(model_factory, labels, monkeypatch):
     """The same model fitted with the compiled pass and with the numpy path."""
     fused = model_factory().fit(labels)
