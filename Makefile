@@ -8,7 +8,8 @@ TORCH_VERSION ?= 2.13.0
 
 .PHONY: demo test test-fast lint install clean
 
-$(STAMP): pyproject.toml
+# setup.py builds the C kernel (src/crowdbayes/annotators/_confusion_kernel.c) in place
+$(STAMP): pyproject.toml setup.py src/crowdbayes/annotators/_confusion_kernel.c
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	# torch first, pinned: its CPU wheel; any other torch requirement pulls CUDA packages
@@ -39,3 +40,4 @@ test-fast: lint
 
 clean:
 	rm -rf $(VENV) build src/*.egg-info .pytest_cache
+	find src -name '*.so' -delete

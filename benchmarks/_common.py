@@ -82,7 +82,7 @@ def src_fingerprint() -> str:
     code it measured (the working tree may be ahead of any commit)."""
     digest = hashlib.sha256()
     src = REPO / "src" / "crowdbayes"
-    for path in sorted(src.rglob("*.py")):
+    for path in sorted([*src.rglob("*.py"), *src.rglob("*.c")]):
         digest.update(str(path.relative_to(src)).encode())
         digest.update(path.read_bytes())
     return digest.hexdigest()[:12]

@@ -366,11 +366,15 @@ def random_frame(seed: int, n_rows: int = 300, n_tasks: int = 40, n_workers: int
     )
 
 
+@pytest.mark.parametrize("grouped", [False, True])
 @pytest.mark.parametrize("seed", [0, 1])
-def test_count_matrix_and_totals_against_double_loop(seed):
+def test_count_matrix_and_totals_against_double_loop(seed, grouped):
     frame = random_frame(seed)
+    if grouped:  # labels grouped by task: the count matrix is built without sorting them
+        frame = frame.sort_values("task", kind="stable", ignore_index=True)
     with pytest.warns(DataWarning):  # random pairs repeat
         labels = Labels(frame)
+    assert bool(np.all(np.diff(labels.task_codes) >= 0)) == grouped
     tasks, workers, classes = list(labels.tasks), list(labels.workers), list(labels.classes)
     k = len(classes)
     naive = np.zeros((len(tasks), len(workers) * k))
@@ -383,6 +387,7 @@ def test_count_matrix_and_totals_against_double_loop(seed):
         votes[i, x] += 1
     matrix = labels.count_matrix
     assert matrix.shape == naive.shape
+    assert matrix.has_canonical_format
     np.testing.assert_array_equal(matrix.toarray(), naive)
     assert naive.max() >= 2  # the test covers a worker labelling a task twice
     np.testing.assert_array_equal(labels.column_totals, totals)

@@ -90,9 +90,13 @@ def full_confusion_map(statistics: np.ndarray, pseudo_counts: float) -> np.ndarr
     """
     smoothed = statistics + pseudo_counts
     totals = smoothed.sum(axis=-1, keepdims=True)
+    positive = totals > 0
+    if positive.all():  # the usual case: the same numbers without the masked copy
+        smoothed /= totals
+        return smoothed
     n_classes = statistics.shape[-1]
     with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(totals > 0, smoothed / totals, 1.0 / n_classes)
+        return np.where(positive, smoothed / totals, 1.0 / n_classes)
 
 
 def one_coin_map(statistics: np.ndarray, pseudo_counts: float) -> np.ndarray:

@@ -204,9 +204,19 @@ class LabelBlock:
         k = self.n_classes
         columns = self.worker_codes * k + self.label_codes
         data = np.ones(self.n_labels, dtype=np.float64)
-        matrix = sp.csr_matrix(
-            (data, (self.task_codes, columns)), shape=(self.n_tasks, self.n_workers * k)
-        )
+        shape = (self.n_tasks, self.n_workers * k)
+        tasks = self.task_codes
+        if len(tasks) and shape[1] < 2**31 and bool(np.all(tasks[1:] >= tasks[:-1])):
+            # labels already grouped by task (the usual table): the row pointers are the
+            # cumulated task counts, with no sort of the labels (the same matrix, faster)
+            indptr = np.zeros(self.n_tasks + 1, dtype=np.int64)
+            np.cumsum(np.bincount(tasks, minlength=self.n_tasks), out=indptr[1:])
+            index_type = np.int32 if len(tasks) < 2**31 else np.int64
+            matrix = sp.csr_matrix(
+                (data, columns.astype(index_type), indptr.astype(index_type)), shape=shape
+            )
+        else:
+            matrix = sp.csr_matrix((data, (tasks, columns)), shape=shape)
         matrix.sum_duplicates()
         return matrix
 

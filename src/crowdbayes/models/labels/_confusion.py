@@ -13,7 +13,8 @@ log-prevalences :math:`l_k`, every task of a partition gets
 - ``log_evidence``: :math:`\sum_i \log\sum_k \exp(\ldots)` (the EM objective's data term),
 - ``entropy``: :math:`-\sum_{ik} r_{ik}\log r_{ik}` (VB only, ``needs_entropy``),
 
-all of which add over partitions that split the tasks.
+all of which add over partitions that split the tasks. One pass is the compiled, threaded
+:func:`~crowdbayes.annotators.confusion_pass.confusion_pass` where it is built, else numpy.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...annotators import confusion_statistics, label_log_likelihood
+from ...annotators.confusion_pass import confusion_pass
 from ...data.labels import LabelBlock
 from ...inference.statistics import Globals, Stats
 from ...maths import softmax_classes
@@ -54,6 +56,35 @@ class ConfusionStatsModel(StatsLabelModel):
         return self._posterior_stats(block, vote_share_start(block), 0.0)
 
     def local_stats(self, block: LabelBlock, globals_: Globals, tasks: dict | None = None) -> Stats:
+        fused = confusion_pass(
+            block, globals_["log_confusion"], globals_["log_prevalence"], self._weights(block)
+        )
+        if fused is None:
+            return self._numpy_local_stats(block, globals_, tasks)
+        if tasks is not None:
+            tasks["probas"] = fused.resp
+        stats = {
+            "confusion": fused.confusion,
+            "classes": fused.classes,
+            "log_evidence": fused.log_evidence,
+        }
+        if self.needs_entropy:
+            weights = self._weights(block)
+            counted = fused.resp if weights is None else fused.resp * weights
+            stats["entropy"] = _entropy(counted, fused.resp)
+        return stats
+
+    def _weights(self, block: LabelBlock) -> np.ndarray | None:
+        """Per-task weights of the statistics: None (all 1) unless single-worker tasks are cut."""
+        if not self.cut_single_worker_tasks:
+            return None
+        keep = feedback_tasks(block)
+        return None if keep.all() else keep.astype(np.float64)
+
+    def _numpy_local_stats(
+        self, block: LabelBlock, globals_: Globals, tasks: dict | None = None
+    ) -> Stats:
+        """:meth:`local_stats` in numpy: sparse products and a softmax (the reference path)."""
         log_lik, offset = label_log_likelihood(block, globals_["log_confusion"])
         log_joint = clamp_gold(globals_["log_prevalence"][:, None] + log_lik, block.gold_codes)
         resp, log_evidence = softmax_classes(log_joint)
@@ -62,17 +93,19 @@ class ConfusionStatsModel(StatsLabelModel):
         return self._posterior_stats(block, resp, float(log_evidence.sum()) + offset)
 
     def _posterior_stats(self, block: LabelBlock, resp: np.ndarray, log_evidence: float) -> Stats:
-        counted, sums_to_one = resp, True
-        if self.cut_single_worker_tasks:
-            single = ~feedback_tasks(block)
-            if single.any():
-                counted, sums_to_one = resp * ~single, False
+        weights = self._weights(block)
+        counted = resp if weights is None else resp * weights
         stats = {
-            "confusion": confusion_statistics(block, counted, sums_to_one=sums_to_one),
+            "confusion": confusion_statistics(block, counted, sums_to_one=weights is None),
             "classes": counted.sum(axis=1),
             "log_evidence": log_evidence,
         }
         if self.needs_entropy:
-            with np.errstate(divide="ignore", invalid="ignore"):
-                stats["entropy"] = float(-np.where(counted > 0, counted * np.log(resp), 0.0).sum())
+            stats["entropy"] = _entropy(counted, resp)
         return stats
+
+
+def _entropy(counted: np.ndarray, resp: np.ndarray) -> float:
+    """``-Σ counted · log resp`` over the cells with ``counted > 0``."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return float(-np.where(counted > 0, counted * np.log(resp), 0.0).sum())

@@ -1,0 +1,505 @@
+/* One fused E-step + M-step pass of the confusion-matrix label models, over a range of tasks.
+ *
+ * The maths (see confusion_pass.py): with the count matrix A in CSR form (rows: tasks, columns:
+ * c = j*K + x for worker j saying x), the table theta[c*S + k] = θ[j, k, x] (rows padded to a
+ * stride S >= K with zeros) and the prior π_k, every task i gets
+ *
+ *     p_k = π_k · Π_{c in row i} theta[c*S + k]^{A[i, c]},   total_i = Σ_k p_k,
+ *     r_{ik} = p_k / total_i                   (gold tasks: p_k = 0 for k ≠ gold),
+ *
+ * and the pass adds, with a per-task weight w_i (1 unless tasks are left out),
+ *
+ *     counts[c*S + k] += w_i · A[i, c] · r_{ik},   classes[k] += w_i · r_{ik},
+ *     log evidence   += log total_i.
+ *
+ * Products replace the sums of logs of the numpy path, so the pass needs no exp or log per
+ * task. Underflow: a task whose product may leave the normal range (its number of labels times
+ * log2 of the smallest non-zero table entry, plus that of the prior, below -900) is rescaled by
+ * an exact power of two whenever its largest p_k drops below 2^-300; a task whose total still
+ * ends below 2^-1000 (or is 0) is redone in log space, so subnormal products can move no
+ * responsibility by more than 2^-74. The log evidence is kept as a product of the totals
+ * (mantissa) and a power of two, renormalised when the mantissa leaves [2^-500, 2^500].
+ *
+ * Speed: with every count 1 (no repeated labels) and K <= 8, the pass runs on whole padded rows
+ * as vectors (SSE2, or AVX2 where the CPU has it), specialised for S = 2, 4, 8; otherwise plain
+ * loops. The tasks come in chunks that run on threads (pthreads, the GIL released), each chunk
+ * with its own counts, classes and evidence, added up by the caller in chunk order.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_CLASSES 64
+#define INLINE static inline __attribute__((always_inline))
+
+typedef struct {
+    double mantissa; /* product of the totals, in [2^-500, 2^500] */
+    double exponent; /* power of two of the product */
+    int zero;        /* a total was 0: the log evidence is -inf */
+} evidence_t;
+
+typedef struct {
+    const int64_t *indptr; /* (n_tasks + 1,) CSR row pointers */
+    const int32_t *indices; /* (nnz,) columns c = j*K + x */
+    const double *data;     /* (nnz,) counts */
+    const double *theta;    /* (n_columns * S,) theta[c*S + k] */
+    const double *prior;    /* (K,) */
+    const int64_t *gold;    /* (n_tasks,) gold class or -1; NULL: none */
+    const double *weight;   /* (n_tasks,) weights of the statistics; NULL: all 1 */
+    double min_log2, prior_log2; /* log2 of the smallest non-zero theta / prior entry */
+    int unit_counts; /* every count is 1 */
+    int cstride;     /* row stride of counts: S, or 4 with K = 5 (the last class left out) */
+    Py_ssize_t n_tasks, start, stop;
+    double *resp;    /* (K, n_tasks) class-major, written for tasks [start, stop) */
+    double *counts;  /* (n_columns * S,) set to this range's counts */
+    double *classes; /* (K,) set to this range's class totals */
+} pass_t;
+
+INLINE void evidence_mul(evidence_t *ev, double total, double scale_bits) {
+    ev->exponent += scale_bits;
+    if (!(total > 0.0)) {
+        ev->zero = 1;
+        return;
+    }
+    ev->mantissa *= total;
+    if (ev->mantissa < 0x1p-500 || ev->mantissa > 0x1p500) {
+        int e;
+        ev->mantissa = frexp(ev->mantissa, &e);
+        ev->exponent += e;
+    }
+}
+
+INLINE double max_of(const double *p, int K) {
+    double m = p[0];
+    for (int k = 1; k < K; k++) m = p[k] > m ? p[k] : m;
+    return m;
+}
+
+/* p_k *= row[k]^count; when asked, rescale p by a power of two so that its largest entry stays
+ * in [2^-300, 1] (returns the bits to add to the exponent; exact) */
+INLINE double multiply_row(double *p, const double *row, double count, int K, int check) {
+    if (count == 1.0) {
+        for (int k = 0; k < K; k++) p[k] *= row[k];
+    } else {
+        for (int k = 0; k < K; k++) p[k] *= pow(row[k], count);
+    }
+    if (check) {
+        double m = max_of(p, K);
+        if (m < 0x1p-300 && m > 0.0) {
+            int e;
+            frexp(m, &e);
+            for (int k = 0; k < K; k++) p[k] = ldexp(p[k], -e);
+            return (double)e;
+        }
+    }
+    return 0.0;
+}
+
+/* Task i in log space (the rare tasks whose total fell below 2^-1000, where the products may
+ * have lost the smaller classes): p_k = exp(l_k - max l); returns max l / log 2. */
+static double log_task(const pass_t *a, double *p, Py_ssize_t i, int64_t g, int K, int S) {
+    for (int k = 0; k < K; k++) p[k] = log(a->prior[k]);
+    for (int64_t e = a->indptr[i]; e < a->indptr[i + 1]; e++) {
+        const double *row = a->theta + (int64_t)a->indices[e] * S;
+        for (int k = 0; k < K; k++) p[k] += a->data[e] * log(row[k]);
+    }
+    for (int k = 0; k < K; k++)
+        if (g >= 0 && k != g) p[k] = -INFINITY;
+    double m = max_of(p, K);
+    if (!isfinite(m)) m = 0.0;
+    for (int k = 0; k < K; k++) p[k] = exp(p[k] - m);
+    return m / M_LN2;
+}
+
+/* Task i from its likelihood product p (K entries, scaled by 2^scale): prior, gold clamp, log
+ * space redo if needed, evidence, responsibilities written to resp and left in p (times the
+ * task's weight, padded with zeros up to S), class totals. Returns 0 when the weight is 0 (no
+ * counts to add). */
+INLINE int finish_task(const pass_t *a, evidence_t *ev, double *classes, double *p, double scale,
+                       Py_ssize_t i, int K, int S) {
+    const int64_t g = a->gold ? a->gold[i] : -1;
+    double total = 0.0;
+    for (int k = 0; k < K; k++) {
+        p[k] = (g >= 0 && k != g) ? 0.0 : p[k] * a->prior[k];
+        total += p[k];
+    }
+    if (!(total >= 0x1p-1000)) {
+        scale = log_task(a, p, i, g, K, S);
+        total = 0.0;
+        for (int k = 0; k < K; k++) total += p[k];
+    }
+    evidence_mul(ev, total, scale);
+    for (int k = 0; k < K; k++) { /* a division, not a product with 1/total: x / x == 1 */
+        p[k] /= total;
+        a->resp[(int64_t)k * a->n_tasks + i] = p[k];
+    }
+    for (int k = K; k < S; k++) p[k] = 0.0;
+    const double w = a->weight ? a->weight[i] : 1.0;
+    if (w == 0.0) return 0;
+    for (int k = 0; k < K; k++) {
+        p[k] *= w;
+        classes[k] += p[k];
+    }
+    return 1;
+}
+
+/* the product over task i's labels in the careful way (rescaled; see the header) */
+INLINE double checked_product(const pass_t *a, double *p, Py_ssize_t i, int K, int S) {
+    double scale = 0.0;
+    for (int k = 0; k < K; k++) p[k] = 1.0;
+    for (int64_t e = a->indptr[i]; e < a->indptr[i + 1]; e++)
+        scale += multiply_row(p, a->theta + (int64_t)a->indices[e] * S, a->data[e], K, 1);
+    return scale;
+}
+
+/* The generic pass over tasks [start, stop) (any K, row stride S): plain loops. */
+static evidence_t run_pass_generic(const pass_t *a, const int K, const int S) {
+    evidence_t ev = {1.0, 0.0, 0};
+    double classes[MAX_CLASSES] = {0.0}, p[MAX_CLASSES];
+    for (Py_ssize_t i = a->start; i < a->stop; i++) {
+        const int64_t lo = a->indptr[i], hi = a->indptr[i + 1];
+        const int check = (double)(hi - lo) * a->min_log2 + a->prior_log2 < -900.0;
+        double scale = 0.0;
+        for (int k = 0; k < K; k++) p[k] = 1.0;
+        for (int64_t e = lo; e < hi; e++)
+            scale += multiply_row(p, a->theta + (int64_t)a->indices[e] * S, a->data[e], K, check);
+        if (!finish_task(a, &ev, classes, p, scale, i, K, S)) continue;
+        for (int64_t e = lo; e < hi; e++) {
+            double *out = a->counts + (int64_t)a->indices[e] * S;
+            for (int k = 0; k < K; k++) out[k] += a->data[e] * p[k];
+        }
+    }
+    for (int k = 0; k < K; k++) a->classes[k] += classes[k];
+    return ev;
+}
+
+/* The row pieces of the vector passes: a padded row of W doubles is W/L pieces of L doubles (a
+ * GCC vector type: 2 for SSE2, 4 for AVX2), named u0, u1, ... so that they stay in registers
+ * (EACH_n(X) expands X(0) ... X(n-1)). */
+typedef double v2d __attribute__((vector_size(16)));
+typedef double v4d __attribute__((vector_size(32)));
+#define EACH_1(X) X(0)
+#define EACH_2(X) X(0) X(1)
+#define EACH_4(X) X(0) X(1) X(2) X(3)
+#define V_LOAD(x) ({ VT r_; memcpy(&r_, (x), sizeof r_); r_; })
+#define V_STORE(x, v) ({ VT r_ = (v); memcpy((x), &r_, sizeof r_); })
+#define V_INIT(j) VT u##j = one, v##j = one;
+#define V_MUL_U(j) u##j *= V_LOAD(r0 + L * j);
+#define V_MUL_V(j) v##j *= V_LOAD(r1 + L * j);
+#define V_MERGE(j) V_STORE(p + L * j, u##j * v##j);
+#define V_RESP(j) const VT q##j = V_LOAD(p + L * j);
+#define V_ADD(j) V_STORE(row + L * j, V_LOAD(row + L * j) + q##j);
+
+/* The pass for K <= W classes with rows padded to W when every count is 1 (no repeated labels),
+ * with pieces of type VT (L doubles; EACH: W/L of them) and function attributes ATTR; the count
+ * rows have WC <= W entries (EACH_C: WC/L pieces), WC = 4 < K = 5 leaving the last class out
+ * (the caller gets it from the label totals, as the responsibilities sum to one): the
+ * product over a task's labels runs as two interleaved products u, v (shorter dependency
+ * chains), and each count row gets W/L vector adds. (Software prefetching of the rows ahead
+ * was tried: no gain, the tables fit in L2.) */
+#define DEFINE_VECTOR_PASS(NAME, W, EACH, L, ATTR, WC, EACH_C)                                \
+    ATTR INLINE evidence_t NAME(const pass_t *a, const int K) {                               \
+        evidence_t ev = {1.0, 0.0, 0};                                                        \
+        const int32_t *idx = a->indices;                                                      \
+        const double *theta = a->theta;                                                       \
+        double *counts = a->counts;                                                           \
+        double classes[W] = {0.0}, p[W];                                                      \
+        const VT one = (VT){0} + 1.0;                                                         \
+        for (Py_ssize_t i = a->start; i < a->stop; i++) {                                     \
+            const int64_t lo = a->indptr[i], hi = a->indptr[i + 1];                           \
+            double scale = 0.0;                                                               \
+            if ((double)(hi - lo) * a->min_log2 + a->prior_log2 < -900.0) {                   \
+                scale = checked_product(a, p, i, K, W);                                       \
+            } else {                                                                          \
+                EACH(V_INIT)                                                                  \
+                const double *r0, *r1;                                                        \
+                int64_t e = lo;                                                               \
+                for (; e + 1 < hi; e += 2) {                                                  \
+                    r0 = theta + (int64_t)idx[e] * W;                                         \
+                    r1 = theta + (int64_t)idx[e + 1] * W;                                     \
+                    EACH(V_MUL_U)                                                             \
+                    EACH(V_MUL_V)                                                             \
+                }                                                                             \
+                if (e < hi) {                                                                 \
+                    r0 = theta + (int64_t)idx[e] * W;                                         \
+                    EACH(V_MUL_U)                                                             \
+                }                                                                             \
+                EACH(V_MERGE)                                                                 \
+            }                                                                                 \
+            if (!finish_task(a, &ev, classes, p, scale, i, K, W)) continue;                   \
+            EACH_C(V_RESP)                                                                    \
+            for (int64_t e = lo; e < hi; e++) {                                               \
+                double *row = counts + (int64_t)idx[e] * WC;                                  \
+                EACH_C(V_ADD)                                                                 \
+            }                                                                                 \
+        }                                                                                     \
+        for (int k = 0; k < K; k++) a->classes[k] += classes[k];                              \
+        return ev;                                                                            \
+    }
+
+/* the pass for one K (a constant: the per-task loops over the classes unroll): vector_k<K> */
+#define DEFINE_K(VECTOR_PASS, KC, ATTR)                                                       \
+    ATTR static evidence_t VECTOR_PASS##_k##KC(const pass_t *a) { return VECTOR_PASS(a, KC); }
+/* vector_k<K> for every K of the strides 2, 4, 8, and a dispatch on K to them */
+#define DEFINE_VECTOR_PASSES(PREFIX, ATTR)                                                    \
+    DEFINE_K(PREFIX##_2, 2, ATTR)                                                             \
+    DEFINE_K(PREFIX##_4, 3, ATTR)                                                             \
+    DEFINE_K(PREFIX##_4, 4, ATTR)                                                             \
+    DEFINE_K(PREFIX##_8, 5, ATTR)                                                             \
+    DEFINE_K(PREFIX##_8c4, 5, ATTR)                                                           \
+    DEFINE_K(PREFIX##_8, 6, ATTR)                                                             \
+    DEFINE_K(PREFIX##_8, 7, ATTR)                                                             \
+    DEFINE_K(PREFIX##_8, 8, ATTR)                                                             \
+    static evidence_t PREFIX(const pass_t *a, int K) {                                        \
+        switch (K) {                                                                          \
+        case 2: return PREFIX##_2_k2(a);                                                      \
+        case 3: return PREFIX##_4_k3(a);                                                      \
+        case 4: return PREFIX##_4_k4(a);                                                      \
+        case 5: return a->cstride == 4 ? PREFIX##_8c4_k5(a) : PREFIX##_8_k5(a);               \
+        case 6: return PREFIX##_8_k6(a);                                                      \
+        case 7: return PREFIX##_8_k7(a);                                                      \
+        default: return PREFIX##_8_k8(a);                                                     \
+        }                                                                                     \
+    }
+
+#define VT v2d
+#define L 2
+DEFINE_VECTOR_PASS(sse2_pass_2, 2, EACH_1, 2, , 2, EACH_1)
+DEFINE_VECTOR_PASS(sse2_pass_4, 4, EACH_2, 2, , 4, EACH_2)
+DEFINE_VECTOR_PASS(sse2_pass_8, 8, EACH_4, 2, , 8, EACH_4)
+DEFINE_VECTOR_PASS(sse2_pass_8c4, 8, EACH_4, 2, , 4, EACH_2)
+DEFINE_VECTOR_PASSES(sse2_pass, )
+#undef VT
+#undef L
+#if defined(__x86_64__) && defined(__GNUC__)
+#define HAVE_AVX2_PASS 1
+#define AVX2 __attribute__((target("avx2")))
+#define VT v2d
+#define L 2
+DEFINE_VECTOR_PASS(avx2_pass_2, 2, EACH_1, 2, AVX2, 2, EACH_1)
+#undef VT
+#undef L
+#define VT v4d
+#define L 4
+DEFINE_VECTOR_PASS(avx2_pass_4, 4, EACH_1, 4, AVX2, 4, EACH_1)
+DEFINE_VECTOR_PASS(avx2_pass_8, 8, EACH_2, 4, AVX2, 8, EACH_2)
+DEFINE_VECTOR_PASS(avx2_pass_8c4, 8, EACH_2, 4, AVX2, 4, EACH_1)
+DEFINE_VECTOR_PASSES(avx2_pass, AVX2)
+#undef VT
+#undef L
+#endif
+
+/* the row stride the specialised passes expect for K classes (confusion_pass.py: row_stride) */
+static int row_stride(int K) { return K == 2 ? 2 : K <= 4 ? 4 : K <= 8 ? 8 : K; }
+
+static evidence_t run_pass_any(const pass_t *a, int K, int S) {
+    if (a->unit_counts && K >= 2 && K <= 8 && S == row_stride(K)) {
+#ifdef HAVE_AVX2_PASS
+        if (__builtin_cpu_supports("avx2")) return avx2_pass(a, K);
+#endif
+        return sse2_pass(a, K);
+    }
+    return run_pass_generic(a, K, S);
+}
+
+static int check_size(Py_buffer *buf, Py_ssize_t items, Py_ssize_t itemsize, const char *name) {
+    if (buf->len < items * itemsize) {
+        PyErr_Format(PyExc_ValueError, "%s: buffer too small (%zd bytes, need %zd)", name,
+                     buf->len, items * itemsize);
+        return 0;
+    }
+    return 1;
+}
+
+/* The chunks of one pass and the threads that run them: each thread claims the next chunk
+ * (an atomic counter) until none is left; each chunk writes only its own counts, classes and
+ * evidence, so the results do not depend on which thread ran it. The caller works too and
+ * waits only for the chunks to be finished, not for the helper threads (detached): a helper
+ * that gets its core late finds nothing left to claim and exits, touching only this struct,
+ * which the last of its users frees. */
+typedef struct {
+    pass_t base;            /* everything but start, stop, counts, classes */
+    int K, S;
+    const int64_t *bounds;  /* (n_chunks + 1,) task boundaries */
+    Py_ssize_t n_chunks, counts_size;
+    double *counts, *classes, *parts; /* per chunk: counts_size, K, 3 (log2 mantissa, exp, 0) */
+    Py_ssize_t next;        /* the next chunk to claim */
+    Py_ssize_t finished;    /* chunks done (under the mutex) */
+    int users;              /* threads still holding the struct (atomic) */
+    pthread_mutex_t mutex;
+    pthread_cond_t all_done;
+} chunks_t;
+
+static void claim_chunks(chunks_t *c) {
+    Py_ssize_t chunk;
+    while ((chunk = __atomic_fetch_add(&c->next, 1, __ATOMIC_RELAXED)) < c->n_chunks) {
+        pass_t a = c->base;
+        a.start = c->bounds[chunk];
+        a.stop = c->bounds[chunk + 1];
+        a.counts = c->counts + chunk * c->counts_size;
+        a.classes = c->classes + chunk * c->K;
+        memset(a.counts, 0, (size_t)c->counts_size * sizeof(double));
+        memset(a.classes, 0, (size_t)c->K * sizeof(double));
+        const evidence_t ev = run_pass_any(&a, c->K, c->S);
+        c->parts[3 * chunk] = log2(ev.mantissa);
+        c->parts[3 * chunk + 1] = ev.exponent;
+        c->parts[3 * chunk + 2] = ev.zero;
+        pthread_mutex_lock(&c->mutex);
+        if (++c->finished == c->n_chunks) pthread_cond_signal(&c->all_done);
+        pthread_mutex_unlock(&c->mutex);
+    }
+}
+
+static void release_chunks(chunks_t *c) {
+    if (__atomic_sub_fetch(&c->users, 1, __ATOMIC_ACQ_REL) == 0) {
+        pthread_mutex_destroy(&c->mutex);
+        pthread_cond_destroy(&c->all_done);
+        free(c);
+    }
+}
+
+static void *helper_thread(void *arg) {
+    claim_chunks((chunks_t *)arg);
+    release_chunks((chunks_t *)arg);
+    return NULL;
+}
+
+#define MAX_THREADS 256
+
+PyDoc_STRVAR(pass_doc,
+             "confusion_pass(indptr, indices, data, theta, prior, gold, weight, n_classes, "
+             "row_stride, counts_stride, n_tasks, bounds, min_log2, prior_log2, unit_counts, "
+             "n_threads, resp, counts, classes, parts) -> None\n\n"
+             "The fused E+M pass (see the source's header) over the chunks of tasks "
+             "[bounds[c], bounds[c+1]) on n_threads threads, writing resp (K, n_tasks), and per "
+             "chunk c its counts[c] (n_columns * counts_stride), classes[c] (K) and parts[c] = "
+             "(log2 mantissa, exponent, zero) of its evidence. indptr and bounds int64, indices "
+             "int32 (each below len(theta) / row_stride: not checked), gold int64 or None, "
+             "weight float64 or None, the rest float64, all C-contiguous.");
+
+static PyObject *confusion_pass(PyObject *Py_UNUSED(self), PyObject *args) {
+    Py_buffer indptr_buf, indices_buf, data_buf, theta_buf, prior_buf, gold_buf, weight_buf;
+    Py_buffer bounds_buf, resp_buf, counts_buf, classes_buf, parts_buf;
+    int K, S, cstride, n_threads;
+    pass_t a = {0};
+    if (!PyArg_ParseTuple(args, "y*y*y*y*y*z*z*iiiny*ddpiw*w*w*w*", &indptr_buf, &indices_buf,
+                          &data_buf, &theta_buf, &prior_buf, &gold_buf, &weight_buf, &K, &S,
+                          &cstride, &a.n_tasks, &bounds_buf, &a.min_log2, &a.prior_log2,
+                          &a.unit_counts, &n_threads, &resp_buf, &counts_buf, &classes_buf,
+                          &parts_buf))
+        return NULL;
+    PyObject *result = NULL;
+    const Py_ssize_t n_chunks = bounds_buf.len / 8 - 1;
+    const Py_ssize_t counts_size = theta_buf.len / 8 / (S > 0 ? S : 1) * cstride;
+    const int64_t *bounds = (const int64_t *)bounds_buf.buf;
+    if (K < 1 || K > MAX_CLASSES || S < K || n_chunks < 1 || n_threads < 1) {
+        PyErr_SetString(PyExc_ValueError, "confusion_pass: bad sizes");
+        goto done;
+    }
+    if (cstride != S &&
+        !(cstride == 4 && K == 5 && S == 8 && a.unit_counts && !weight_buf.buf)) {
+        PyErr_SetString(PyExc_ValueError, "confusion_pass: counts stride below S needs K = 5, "
+                                          "stride 8, unit counts and no weights");
+        goto done;
+    }
+    for (Py_ssize_t c = 0; c < n_chunks; c++) {
+        if (bounds[c] < 0 || bounds[c] > bounds[c + 1] || bounds[c + 1] > a.n_tasks) {
+            PyErr_SetString(PyExc_ValueError, "confusion_pass: bad chunk bounds");
+            goto done;
+        }
+    }
+    a.indptr = (const int64_t *)indptr_buf.buf;
+    if (!check_size(&indptr_buf, a.n_tasks + 1, 8, "indptr") ||
+        !check_size(&prior_buf, K, 8, "prior") ||
+        !check_size(&resp_buf, (Py_ssize_t)K * a.n_tasks, 8, "resp") ||
+        !check_size(&classes_buf, n_chunks * K, 8, "classes") ||
+        !check_size(&counts_buf, n_chunks * counts_size, 8, "counts") ||
+        !check_size(&parts_buf, n_chunks * 3, 8, "parts") ||
+        (gold_buf.buf && !check_size(&gold_buf, a.n_tasks, 8, "gold")) ||
+        (weight_buf.buf && !check_size(&weight_buf, a.n_tasks, 8, "weight")) ||
+        !check_size(&indices_buf, a.indptr[a.n_tasks], 4, "indices") ||
+        !check_size(&data_buf, a.indptr[a.n_tasks], 8, "data"))
+        goto done;
+    a.indices = (const int32_t *)indices_buf.buf;
+    a.data = (const double *)data_buf.buf;
+    a.theta = (const double *)theta_buf.buf;
+    a.prior = (const double *)prior_buf.buf;
+    a.gold = (const int64_t *)gold_buf.buf;
+    a.weight = (const double *)weight_buf.buf;
+    a.resp = (double *)resp_buf.buf;
+    a.cstride = cstride;
+    chunks_t *chunks = calloc(1, sizeof(chunks_t));
+    if (!chunks) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    *chunks = (chunks_t){.base = a,
+                         .K = K,
+                         .S = S,
+                         .bounds = bounds,
+                         .n_chunks = n_chunks,
+                         .counts_size = counts_size,
+                         .counts = (double *)counts_buf.buf,
+                         .classes = (double *)classes_buf.buf,
+                         .parts = (double *)parts_buf.buf,
+                         .users = 1};
+    pthread_mutex_init(&chunks->mutex, NULL);
+    pthread_cond_init(&chunks->all_done, NULL);
+    int helpers = (n_threads < n_chunks ? n_threads : (int)n_chunks) - 1;
+    if (helpers > MAX_THREADS) helpers = MAX_THREADS;
+    Py_BEGIN_ALLOW_THREADS;
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    for (int t = 0; t < helpers; t++) {
+        pthread_t thread;
+        __atomic_add_fetch(&chunks->users, 1, __ATOMIC_ACQ_REL);
+        if (pthread_create(&thread, &attr, helper_thread, chunks) != 0) {
+            __atomic_sub_fetch(&chunks->users, 1, __ATOMIC_ACQ_REL); /* run without it */
+            break;
+        }
+    }
+    pthread_attr_destroy(&attr);
+    claim_chunks(chunks);
+    pthread_mutex_lock(&chunks->mutex);
+    while (chunks->finished < chunks->n_chunks)
+        pthread_cond_wait(&chunks->all_done, &chunks->mutex);
+    pthread_mutex_unlock(&chunks->mutex);
+    release_chunks(chunks);
+    Py_END_ALLOW_THREADS;
+    result = Py_NewRef(Py_None);
+
+done:
+    PyBuffer_Release(&indptr_buf);
+    PyBuffer_Release(&indices_buf);
+    PyBuffer_Release(&data_buf);
+    PyBuffer_Release(&theta_buf);
+    PyBuffer_Release(&prior_buf);
+    if (gold_buf.buf) PyBuffer_Release(&gold_buf);
+    if (weight_buf.buf) PyBuffer_Release(&weight_buf);
+    PyBuffer_Release(&bounds_buf);
+    PyBuffer_Release(&resp_buf);
+    PyBuffer_Release(&counts_buf);
+    PyBuffer_Release(&classes_buf);
+    PyBuffer_Release(&parts_buf);
+    return result;
+}
+
+static PyMethodDef methods[] = {
+    {"confusion_pass", confusion_pass, METH_VARARGS, pass_doc},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT,
+    .m_name = "_confusion_kernel",
+    .m_doc = "Compiled fused E+M pass of the confusion-matrix label models (confusion_pass.py).",
+    .m_size = -1,
+    .m_methods = methods,
+};
+
+PyMODINIT_FUNC PyInit__confusion_kernel(void) { return PyModule_Create(&module); }
