@@ -54,19 +54,34 @@ class ConfusionStatsModel(StatsLabelModel):
         return self._posterior_stats(block, vote_share_start(block), 0.0)
 
     def local_stats(self, block: LabelBlock, globals_: Globals, tasks: dict | None = None) -> Stats:
-        log_lik, offset = label_log_likelihood(block, globals_["log_confusion"])
+        log_confusion = globals_["log_confusion"]
+        log_lik, offset = label_log_likelihood(block, log_confusion)
         log_joint = clamp_gold(globals_["log_prevalence"][:, None] + log_lik, block.gold_codes)
         resp, log_evidence = softmax_classes(log_joint)
         if tasks is not None:
             tasks["probas"] = resp
-        return self._posterior_stats(block, resp, float(log_evidence.sum()) + offset)
+        cut = self._cut_tasks(block)
+        if cut is None:
+            return self._posterior_stats(block, resp, float(log_evidence.sum()) + offset)
+        # the evidence of the tasks that feed back only: the cut ones do not depend on the
+        # globals through the fit, and counting them would break the objective's monotonicity
+        base = log_confusion[:, -1, :].reshape(-1)
+        per_task_offset = block.count_matrix @ np.where(np.isfinite(base), base, 0.0)
+        kept = float((log_evidence + per_task_offset)[~cut].sum())
+        return self._posterior_stats(block, resp, kept)
+
+    def _cut_tasks(self, block: LabelBlock) -> np.ndarray | None:
+        """The tasks cut from the statistics (:func:`feedback_tasks`), or None if none is."""
+        if not self.cut_single_worker_tasks:
+            return None
+        cut = ~feedback_tasks(block)
+        return cut if cut.any() else None
 
     def _posterior_stats(self, block: LabelBlock, resp: np.ndarray, log_evidence: float) -> Stats:
         counted, sums_to_one = resp, True
-        if self.cut_single_worker_tasks:
-            single = ~feedback_tasks(block)
-            if single.any():
-                counted, sums_to_one = resp * ~single, False
+        cut = self._cut_tasks(block)
+        if cut is not None:
+            counted, sums_to_one = resp * ~cut, False
         stats = {
             "confusion": confusion_statistics(block, counted, sums_to_one=sums_to_one),
             "classes": counted.sum(axis=1),
