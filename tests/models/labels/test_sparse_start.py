@@ -17,6 +17,8 @@ from __future__ import annotations
 import functools
 import warnings
 
+import numpy as np
+import pandas as pd
 import pytest
 
 from crowdbayes import (
@@ -32,7 +34,7 @@ from crowdbayes import (
     ZeroBasedSkill,
 )
 from crowdbayes.active import LabelPool
-from crowdbayes.datasets import load_labels
+from crowdbayes.datasets import load_labels, simulate_labels
 from crowdbayes.exceptions import ConvergenceWarning
 from label_sets import GOLD_SETS
 
@@ -144,3 +146,61 @@ def test_one_label_per_task_follows_the_label_with_the_prior_confidence(data_roo
     confidence = model.probas_.max(axis=1)
     assert confidence.max() - confidence.min() < 1e-9
     assert confidence.iloc[0] < 0.8
+
+
+# ------------------------------------------------------------- the cut, on simulated labels
+CUT_MODELS = {
+    "DS": (DawidSkene, "confusion_", "log_posterior_history_"),
+    "MACE": (MACE, "confusion_", "objective_history_"),
+    "MACE-VB": (lambda **kw: MACE(variational=True, **kw), "confusion_", "objective_history_"),
+}
+
+
+def _with_single_worker_tasks(k: int) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Simulated labels (3 per task), and the same plus 300 tasks that one worker labelled."""
+    frame = simulate_labels(
+        n_tasks=300, n_workers=15, labels_per_task=3, n_classes=k, random_state=k
+    ).labels
+    rng = np.random.default_rng(k)
+    extra = pd.DataFrame(
+        {
+            "task": [f"single{i}" for i in range(300)],
+            "worker": rng.choice(frame["worker"].unique(), size=300),
+            "label": rng.choice(frame["label"].unique(), size=300),
+        }
+    )
+    return frame, pd.concat([frame, extra], ignore_index=True)
+
+
+@pytest.mark.parametrize("key", list(CUT_MODELS))
+@pytest.mark.parametrize("k", [2, 3])
+def test_tasks_one_worker_labelled_do_not_move_the_workers(key, k):
+    """Cut tasks (one label, no gold) add nothing to the worker statistics: the workers' fit is
+    the one without them, however their labels are spread."""
+    model_class, attribute, _ = CUT_MODELS[key]
+    frame, more = _with_single_worker_tasks(k)
+    alone = model_class(max_iter=50, tol=None).fit(frame)
+    extended = model_class(max_iter=50, tol=None).fit(more)
+    np.testing.assert_allclose(
+        getattr(extended, attribute).to_numpy(), getattr(alone, attribute).to_numpy(), atol=1e-10
+    )
+    np.testing.assert_allclose(extended.prevalence_, alone.prevalence_, atol=1e-10)
+    np.testing.assert_allclose(extended.probas_.loc[alone.probas_.index], alone.probas_, atol=1e-10)
+
+
+@pytest.mark.parametrize("key", list(CUT_MODELS))
+def test_objective_never_decreases_with_cut_tasks(key):
+    model_class, _, history_name = CUT_MODELS[key]
+    _, more = _with_single_worker_tasks(3)
+    history = np.asarray(getattr(model_class(max_iter=60, tol=None).fit(more), history_name))
+    assert np.isfinite(history).all() and len(history) == 60
+    assert np.all(np.diff(history) >= -1e-9 * np.maximum(1.0, np.abs(history[1:])))
+
+
+def test_kos_follows_the_label_when_no_message_reaches_a_task():
+    """With one label per task every KOS message is zero: the plain vote decides, not a coin."""
+    frame, _ = _with_single_worker_tasks(2)
+    single = frame.drop_duplicates("task")
+    model = KOS(random_state=0).fit(single)
+    given = single.set_index("task")["label"]
+    assert (model.labels_.loc[given.index] == given).all()

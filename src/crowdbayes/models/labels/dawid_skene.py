@@ -48,6 +48,14 @@ class DawidSkene(ConfusionStatsModel):
     defaults), so a task with one label follows it, as majority vote does, with that
     confidence. With counts the default 0.01 is negligible.
 
+    **Two labels per task** barely identify the workers: each has a handful of labels, each
+    paired with one other worker's, and the maximum-likelihood matrices fit them exactly. On
+    bluebird (39 workers, about 5.5 labels each) the fit claims 0.89 and scores 0.593 against
+    majority vote's 0.639; on S_Adult 0.672 against 0.682 (mean of 3 starts). Priors are the
+    remedy (``smoothing=1, diagonal_smoothing=1, prevalence_smoothing=100`` scores 0.701 on
+    bluebird, claiming 0.706), i.e. :class:`~crowdbayes.models.labels.BayesianDawidSkene`;
+    the defaults stay near maximum likelihood, Dawid & Skene's estimator.
+
     The E-step is per task and the M-step needs only the sums :math:`n_{jkx}` and
     :math:`\sum_i r_i`, so the fit is a map of :meth:`local_stats` over partitions of the tasks
     and a :meth:`global_update`; :mod:`crowdbayes.distributed` runs the same two functions on a
