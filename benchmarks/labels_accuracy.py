@@ -243,6 +243,13 @@ def _cell(result: dict, metric: str, digits: int) -> str:
     return result["status"] + mark
 
 
+def _read_results(path: Path) -> pd.DataFrame:
+    """An earlier run's CSV, its ``status`` read as written ("n/a" is a status, not a NaN)."""
+    frame = pd.read_csv(path)
+    frame["status"] = pd.read_csv(path, usecols=["status"], keep_default_na=False)["status"]
+    return frame
+
+
 def _reused(frames: list[pd.DataFrame], name: str, key: str) -> dict | None:
     """The result of (set ``name``, model ``key``) in earlier runs' CSVs: from the first file
     where it is "ok"; else as the first file has it (a timeout stays a timeout); None if no
@@ -477,7 +484,7 @@ def main(argv: list[str] | None = None) -> int:
         help="with --reuse: take only these models from the files (default: any)",
     )
     args = parser.parse_args(argv)
-    reuse_frames = [pd.read_csv(path) for path in args.reuse]
+    reuse_frames = [_read_results(path) for path in args.reuse]
     if args.reuse_only:
         reuse_frames = [f[f["model"].isin(args.reuse_only)] for f in reuse_frames]
     exit_on_sigterm()

@@ -374,7 +374,13 @@ def crowdkit_and_ours(frame: pd.DataFrame, n_iter: int, tol: float | None):
     # tol=-inf: crowd-kit runs exactly n_iter EM iterations (tol=0 stops at the first step
     # whose per-label bound does not rise)
     theirs = CrowdKitDawidSkene(n_iter=n_iter, tol=-np.inf if tol is None else tol).fit(frame)
-    ours = DawidSkene(smoothing=0.0, prevalence_smoothing=0.0, max_iter=n_iter, tol=tol)
+    ours = DawidSkene(
+        smoothing=0.0,
+        diagonal_smoothing=0.0,
+        prevalence_smoothing=0.0,
+        max_iter=n_iter,
+        tol=tol,
+    )
     ours = quiet_fit(ours, frame)  # zero cells (log 0) must not raise numerical warnings
     tasks = ours.labels_.index
     assert (theirs.labels_.loc[tasks] == ours.labels_).all()

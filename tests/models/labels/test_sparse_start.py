@@ -1,85 +1,206 @@
-"""Bayesian and community Dawid–Skene on sparse starts (issue 16): one or two random labels
-per task.
+"""Every label model on sparse starts (issue 16): one or two random labels per task.
 
 With one label per task the data say nothing about the workers beyond how often each gives each
 label, so a sound model answers like majority vote; with two, the workers are barely identified
 and the fit must not slide into one class holding every task (it did: RTE at one label per task
 scored 0.500 claiming 0.996). Pinned on the 12 shared sets with gold, against majority vote
 (minus 0.005), on the mean over three random starts (the label pool's seeds 0, 1, 2).
+
+Left out: GoldMajorityVote (it needs gold, which a sparse start does not give it),
+HierarchicalAnnotation (about 30 minutes for these 72 fits; see
+``benchmarks/results/active_sparse_hierarchical.md``), and the models of other data (ordinal
+grades, features, continuous values). KOS is binary: it runs on the binary sets only.
 """
 
 from __future__ import annotations
 
+import functools
 import warnings
 
+import numpy as np
+import pandas as pd
 import pytest
 
-from crowdbayes import BayesianDawidSkene, CommunityDawidSkene, MajorityVote
+from crowdbayes import (
+    GLAD,
+    KOS,
+    MACE,
+    MMSR,
+    BayesianDawidSkene,
+    CommunityDawidSkene,
+    DawidSkene,
+    MajorityVote,
+    Wawa,
+    ZeroBasedSkill,
+)
 from crowdbayes.active import LabelPool
-from crowdbayes.datasets import load_labels
+from crowdbayes.datasets import load_labels, simulate_labels
 from crowdbayes.exceptions import ConvergenceWarning
 from label_sets import GOLD_SETS
 
-# Dawid–Skene models are less accurate than majority vote on S_Adult at every budget (all
-# labels: 0.742 against 0.757; two labels per task: 0.640-0.658 against 0.673-0.700); on S_Rel
-# at two labels per task the fit does not converge in 500 sweeps and ends 0.05-0.09 below
-# majority vote on two of the three starts. The community model at two labels per task is
-# below majority vote on bluebird (0.556 against 0.639: 39 workers with about 5.5 labels each)
-# and web (0.505 against 0.553, five classes)
+MODELS = {
+    "DS": DawidSkene,
+    "BDS": BayesianDawidSkene,
+    "CDS": CommunityDawidSkene,
+    "GLAD": GLAD,
+    "MACE": MACE,
+    "MACE-VB": lambda: MACE(variational=True),
+    "MMSR": MMSR,
+    "KOS": KOS,
+    "Wawa": Wawa,
+    "ZBS": ZeroBasedSkill,
+}
+
+# At two labels per task a worker has a handful of labels, each paired with one other worker's:
+# the workers are barely identified, and these fits end below majority vote (model / majority
+# vote, mean of the three starts, measured 2026-11-26). At one label per task none is.
+# - DS (maximum likelihood, as Dawid & Skene) fits a full matrix to ~5 labels per worker and
+#   over-trusts it (bluebird claims 0.89); BayesianDawidSkene's priors are the remedy there.
+# - MACE-VB: the Dirichlet(10) strategy prior forces spammers to label uniformly, so a worker's
+#   bias must be read as honest labels; strategy_prior=1 passes all 12 sets at two labels but
+#   costs duchenne and web 0.006 and 0.011 with all labels (below crowd-kit's MACE).
+# - BDS, CDS: see their docstrings; S_Adult is below majority vote at every budget for the
+#   Dawid-Skene family (all labels: 0.739-0.766 against 0.760).
+# - MMSR and KOS estimate skills from the agreement of pairs of workers, which two labels per
+#   task leave nearly empty.
 BELOW_MAJORITY_VOTE = {
-    BayesianDawidSkene: {("s_adult", 2), ("s_rel", 2)},
-    CommunityDawidSkene: {("bluebird", 2), ("web", 2)},
+    "DS": {"bluebird": (0.593, 0.639), "s_adult": (0.672, 0.682)},
+    "MACE": {"s_adult": (0.666, 0.682)},
+    "MACE-VB": {
+        "bluebird": (0.562, 0.639),
+        "s_adult": (0.585, 0.682),
+        "trec": (0.577, 0.614),
+        "web": (0.436, 0.553),
+    },
+    "BDS": {"s_adult": (0.651, 0.682), "s_rel": (0.410, 0.455)},
+    "CDS": {"bluebird": (0.556, 0.639), "web": (0.505, 0.553)},
+    "GLAD": {"trec": (0.603, 0.614)},
+    "MMSR": {"bluebird": (0.620, 0.639), "dog": (0.705, 0.713), "wsd": (0.968, 0.974)},
+    "KOS": {
+        "bluebird": (0.549, 0.639),
+        "rte": (0.508, 0.733),
+        "temp": (0.566, 0.768),
+        "trec": (0.568, 0.614),
+    },
 }
 SEEDS = (0, 1, 2)
 
 
-def _cases():
-    for model, below in BELOW_MAJORITY_VOTE.items():
-        for labels_per_task in (1, 2):
-            for name in GOLD_SETS:
-                marks = ()
-                if (name, labels_per_task) in below:
-                    marks = pytest.mark.xfail(
-                        strict=True, reason="issue 16: below majority vote at 2 labels per task"
-                    )
-                yield pytest.param(
-                    model,
-                    name,
-                    labels_per_task,
-                    marks=marks,
-                    id=f"{model.__name__}-{name}-{labels_per_task}",
-                )
-
-
-@pytest.mark.parametrize(("model_class", "name", "labels_per_task"), list(_cases()))
-def test_at_least_majority_vote_on_a_sparse_start(data_root, model_class, name, labels_per_task):
+@functools.cache
+def _starts(name: str, labels_per_task: int) -> tuple:
+    """The three random starts of a set (pool, labels) and majority vote's mean score on them,
+    shared by every model's test."""
     data = load_labels(name)
-    scores, majority = [], []
+    starts, majority = [], 0.0
     for seed in SEEDS:
         pool = LabelPool(data.labels, data.gold, start=labels_per_task, random_state=seed)
         (labels,) = pool.fit_args()
+        starts.append((pool, labels))
+        majority += pool.score(MajorityVote().fit(labels)) / len(SEEDS)
+    return tuple(starts), majority
+
+
+def _cases():
+    for key in MODELS:
+        for labels_per_task in (1, 2):
+            for name in GOLD_SETS:
+                marks = ()
+                measured = BELOW_MAJORITY_VOTE.get(key, {}).get(name)
+                if labels_per_task == 2 and measured is not None:
+                    marks = pytest.mark.xfail(
+                        strict=True,
+                        reason=f"issue 16: {measured[0]:.3f} against majority vote "
+                        f"{measured[1]:.3f} at 2 labels per task",
+                    )
+                yield pytest.param(
+                    key, name, labels_per_task, marks=marks, id=f"{key}-{name}-{labels_per_task}"
+                )
+
+
+@pytest.mark.parametrize(("key", "name", "labels_per_task"), list(_cases()))
+def test_at_least_majority_vote_on_a_sparse_start(data_root, key, name, labels_per_task):
+    starts, majority = _starts(name, labels_per_task)
+    scores = []
+    for pool, labels in starts:
+        if key == "KOS" and labels.n_classes != 2:
+            pytest.skip("KOS is for binary labels")
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ConvergenceWarning)
-            model = model_class().fit(labels)
+            model = MODELS[key]().fit(labels)
         scores.append(pool.score(model))
-        majority.append(pool.score(MajorityVote().fit(labels)))
         assert model.labels_.nunique() > 1  # never every task in one class
-    score, majority = sum(scores) / len(SEEDS), sum(majority) / len(SEEDS)
+    score = sum(scores) / len(SEEDS)
     assert score >= majority - 0.005, f"{name}: {score:.3f} < majority vote {majority:.3f}"
 
 
-@pytest.mark.parametrize("model_class", [BayesianDawidSkene, CommunityDawidSkene])
+@pytest.mark.parametrize("key", ["DS", "BDS", "CDS", "MACE", "MACE-VB"])
 @pytest.mark.parametrize("name", ["rte", "temp", "wsd"])
-def test_one_label_per_task_follows_the_label_with_the_prior_confidence(
-    data_root, name, model_class
-):
+def test_one_label_per_task_follows_the_label_with_the_prior_confidence(data_root, name, key):
     data = load_labels(name)
     pool = LabelPool(data.labels, data.gold, start=1, random_state=0)
     (labels,) = pool.fit_args()
-    model = model_class().fit(labels)
+    model = MODELS[key]().fit(labels)
     given = labels.to_frame().set_index("task")["label"]
     assert (model.labels_.loc[given.index] == given).all()
     # no evidence on the workers: the confidence is the prior's, the same for every task
     confidence = model.probas_.max(axis=1)
     assert confidence.max() - confidence.min() < 1e-9
     assert confidence.iloc[0] < 0.8
+
+
+# ------------------------------------------------------------- the cut, on simulated labels
+CUT_MODELS = {
+    "DS": (DawidSkene, "confusion_", "log_posterior_history_"),
+    "MACE": (MACE, "confusion_", "objective_history_"),
+    "MACE-VB": (lambda **kw: MACE(variational=True, **kw), "confusion_", "objective_history_"),
+}
+
+
+def _with_single_worker_tasks(k: int) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Simulated labels (3 per task), and the same plus 300 tasks that one worker labelled."""
+    frame = simulate_labels(
+        n_tasks=300, n_workers=15, labels_per_task=3, n_classes=k, random_state=k
+    ).labels
+    rng = np.random.default_rng(k)
+    extra = pd.DataFrame(
+        {
+            "task": [f"single{i}" for i in range(300)],
+            "worker": rng.choice(frame["worker"].unique(), size=300),
+            "label": rng.choice(frame["label"].unique(), size=300),
+        }
+    )
+    return frame, pd.concat([frame, extra], ignore_index=True)
+
+
+@pytest.mark.parametrize("key", list(CUT_MODELS))
+@pytest.mark.parametrize("k", [2, 3])
+def test_tasks_one_worker_labelled_do_not_move_the_workers(key, k):
+    """Cut tasks (one label, no gold) add nothing to the worker statistics: the workers' fit is
+    the one without them, however their labels are spread."""
+    model_class, attribute, _ = CUT_MODELS[key]
+    frame, more = _with_single_worker_tasks(k)
+    alone = model_class(max_iter=50, tol=None).fit(frame)
+    extended = model_class(max_iter=50, tol=None).fit(more)
+    np.testing.assert_allclose(
+        getattr(extended, attribute).to_numpy(), getattr(alone, attribute).to_numpy(), atol=1e-10
+    )
+    np.testing.assert_allclose(extended.prevalence_, alone.prevalence_, atol=1e-10)
+    np.testing.assert_allclose(extended.probas_.loc[alone.probas_.index], alone.probas_, atol=1e-10)
+
+
+@pytest.mark.parametrize("key", list(CUT_MODELS))
+def test_objective_never_decreases_with_cut_tasks(key):
+    model_class, _, history_name = CUT_MODELS[key]
+    _, more = _with_single_worker_tasks(3)
+    history = np.asarray(getattr(model_class(max_iter=60, tol=None).fit(more), history_name))
+    assert np.isfinite(history).all() and len(history) == 60
+    assert np.all(np.diff(history) >= -1e-9 * np.maximum(1.0, np.abs(history[1:])))
+
+
+def test_kos_follows_the_label_when_no_message_reaches_a_task():
+    """With one label per task every KOS message is zero: the plain vote decides, not a coin."""
+    frame, _ = _with_single_worker_tasks(2)
+    single = frame.drop_duplicates("task")
+    model = KOS(random_state=0).fit(single)
+    given = single.set_index("task")["label"]
+    assert (model.labels_.loc[given.index] == given).all()

@@ -56,11 +56,16 @@ class ConfusionStatsModel(StatsLabelModel):
         return self._posterior_stats(block, vote_share_start(block), 0.0)
 
     def local_stats(self, block: LabelBlock, globals_: Globals, tasks: dict | None = None) -> Stats:
-        fused = confusion_pass(
-            block, globals_["log_confusion"], globals_["log_prevalence"], self._weights(block)
-        )
+        cut = self._cut_tasks(block)
+        # the compiled pass sums the evidence of every task; with a cut the objective counts
+        # the tasks that feed back only, which the numpy path does
+        fused = None
+        if cut is None:
+            fused = confusion_pass(
+                block, globals_["log_confusion"], globals_["log_prevalence"], None
+            )
         if fused is None:
-            return self._numpy_local_stats(block, globals_, tasks)
+            return self._numpy_local_stats(block, globals_, tasks, cut)
         if tasks is not None:
             tasks["probas"] = fused.resp
         stats = {
@@ -69,34 +74,47 @@ class ConfusionStatsModel(StatsLabelModel):
             "log_evidence": fused.log_evidence,
         }
         if self.needs_entropy:
-            weights = self._weights(block)
-            counted = fused.resp if weights is None else fused.resp * weights
-            stats["entropy"] = _entropy(counted, fused.resp)
+            stats["entropy"] = _entropy(fused.resp, fused.resp)
         return stats
 
-    def _weights(self, block: LabelBlock) -> np.ndarray | None:
-        """Per-task weights of the statistics: None (all 1) unless single-worker tasks are cut."""
-        if not self.cut_single_worker_tasks:
-            return None
-        keep = feedback_tasks(block)
-        return None if keep.all() else keep.astype(np.float64)
-
     def _numpy_local_stats(
-        self, block: LabelBlock, globals_: Globals, tasks: dict | None = None
+        self,
+        block: LabelBlock,
+        globals_: Globals,
+        tasks: dict | None = None,
+        cut: np.ndarray | None = None,
     ) -> Stats:
-        """:meth:`local_stats` in numpy: sparse products and a softmax (the reference path)."""
-        log_lik, offset = label_log_likelihood(block, globals_["log_confusion"])
+        """:meth:`local_stats` in numpy: sparse products and a softmax (the reference path);
+        ``cut``: the tasks cut from the statistics (:meth:`_cut_tasks`)."""
+        log_confusion = globals_["log_confusion"]
+        log_lik, offset = label_log_likelihood(block, log_confusion)
         log_joint = clamp_gold(globals_["log_prevalence"][:, None] + log_lik, block.gold_codes)
         resp, log_evidence = softmax_classes(log_joint)
         if tasks is not None:
             tasks["probas"] = resp
-        return self._posterior_stats(block, resp, float(log_evidence.sum()) + offset)
+        if cut is None:
+            return self._posterior_stats(block, resp, float(log_evidence.sum()) + offset)
+        # the evidence of the tasks that feed back only: the cut ones do not depend on the
+        # globals through the fit, and counting them would break the objective's monotonicity
+        base = log_confusion[:, -1, :].reshape(-1)
+        per_task_offset = block.count_matrix @ np.where(np.isfinite(base), base, 0.0)
+        kept = float((log_evidence + per_task_offset)[~cut].sum())
+        return self._posterior_stats(block, resp, kept)
+
+    def _cut_tasks(self, block: LabelBlock) -> np.ndarray | None:
+        """The tasks cut from the statistics (:func:`feedback_tasks`), or None if none is."""
+        if not self.cut_single_worker_tasks:
+            return None
+        cut = ~feedback_tasks(block)
+        return cut if cut.any() else None
 
     def _posterior_stats(self, block: LabelBlock, resp: np.ndarray, log_evidence: float) -> Stats:
-        weights = self._weights(block)
-        counted = resp if weights is None else resp * weights
+        counted, sums_to_one = resp, True
+        cut = self._cut_tasks(block)
+        if cut is not None:
+            counted, sums_to_one = resp * ~cut, False
         stats = {
-            "confusion": confusion_statistics(block, counted, sums_to_one=weights is None),
+            "confusion": confusion_statistics(block, counted, sums_to_one=sums_to_one),
             "classes": counted.sum(axis=1),
             "log_evidence": log_evidence,
         }

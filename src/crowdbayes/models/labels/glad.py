@@ -99,6 +99,11 @@ class GLAD(SkillLabelModel):
     the other parameters as fixed, so it understates the spread; it costs one more pass over
     the labels.
 
+    **Sparse data.** With one random label per task GLAD answers like majority vote on the 12
+    shared sets with gold; at two it is at or above majority vote (minus 0.005) on 11 of them,
+    TREC being 0.603 against 0.614 (mean of 3 random starts,
+    ``tests/models/labels/test_sparse_start.py``).
+
     ``skills_`` is :math:`\alpha`; ``confusion_`` the one-coin matrix of each worker's mean
     :math:`\sigma(\alpha_j\beta_i)` over its tasks.
 
