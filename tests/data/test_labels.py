@@ -414,3 +414,24 @@ def test_ids_with_leading_zeros_survive_csv_round_trip(tmp_path):
     result = MajorityVote(ties="first").fit(labels)
     assert list(result.labels_.index) == ["0001", "0002", "10"]
     assert result.labels_["0001"] == 0
+
+
+@pytest.mark.parametrize("grouped", [True, False])
+def test_workers_per_task_counts_distinct_workers(grouped):
+    rng = np.random.default_rng(3)
+    n = 400
+    frame = pd.DataFrame(
+        {
+            "task": rng.integers(0, 60, n),
+            "worker": rng.integers(0, 15, n),
+            "label": rng.integers(0, 3, n),
+        }
+    )
+    if grouped:
+        frame = frame.sort_values("task", kind="stable")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # repeated task-worker pairs: kept as votes
+        labels = Labels(frame)
+    expected = frame.groupby("task")["worker"].nunique()
+    got = pd.Series(labels.workers_per_task, index=labels.tasks)
+    pd.testing.assert_series_equal(got.loc[expected.index], expected, check_names=False)

@@ -230,10 +230,20 @@ class LabelBlock:
 
     @cached_property
     def workers_per_task(self) -> np.ndarray:
-        """How many distinct workers labelled each task, as a (n_tasks,) integer vector."""
-        coo = self.count_matrix.tocoo()
-        pairs = np.unique(coo.row.astype(np.int64) * self.n_workers + coo.col // self.n_classes)
-        return np.bincount(pairs // self.n_workers, minlength=self.n_tasks)
+        """How many distinct workers labelled each task, as a (n_tasks,) integer vector.
+
+        One pass over the count matrix's rows (its columns ``j·K + x`` sorted within a row, so
+        a worker's columns are adjacent): a worker is new where the worker code changes."""
+        matrix = self.count_matrix
+        if not matrix.has_sorted_indices:
+            matrix = matrix.sorted_indices()
+        worker = matrix.indices // self.n_classes
+        indptr = matrix.indptr
+        new = np.ones(len(worker), dtype=bool)
+        new[1:] = worker[1:] != worker[:-1]
+        new[indptr[:-1][np.diff(indptr) > 0]] = True  # the first entry of every row
+        seen = np.concatenate([[0], np.cumsum(new)])
+        return (seen[indptr[1:]] - seen[indptr[:-1]]).astype(np.int64)
 
     def vote_counts(self) -> np.ndarray:
         """Class-major array (n_classes, n_tasks): how many votes each class got on each task."""
