@@ -245,6 +245,18 @@ class LabelBlock:
         seen = np.concatenate([[0], np.cumsum(new)])
         return (seen[indptr[1:]] - seen[indptr[:-1]]).astype(np.int64)
 
+    def cross_checked_tasks(self) -> np.ndarray:
+        """Boolean (n_tasks,): the tasks that two or more distinct workers labelled or that have
+        a gold label. Cached (the models read it every iteration) while ``gold_codes`` is the
+        same array; read-only."""
+        cached = self.__dict__.get("_cross_checked")
+        if cached is not None and cached[0] is self.gold_codes:
+            return cached[1]
+        checked = (self.workers_per_task >= 2) | (self.gold_codes >= 0)
+        checked.flags.writeable = False
+        self.__dict__["_cross_checked"] = (self.gold_codes, checked)
+        return checked
+
     def vote_counts(self) -> np.ndarray:
         """Class-major array (n_classes, n_tasks): how many votes each class got on each task."""
         k = self.n_classes

@@ -35,7 +35,7 @@ def feedback_tasks(labels) -> np.ndarray:
     """The tasks whose posterior may feed back into the worker and prevalence estimates: every
     task but those that only one worker labelled and that have no gold (Plummer's "cut",
     Plummer 2015, Statistics and Computing 25: such a label can only agree with itself)."""
-    return (labels.workers_per_task >= 2) | (labels.gold_codes >= 0)
+    return labels.cross_checked_tasks()
 
 
 def vote_share_start(labels: Labels) -> np.ndarray:
