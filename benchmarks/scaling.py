@@ -37,6 +37,7 @@ from __future__ import annotations
 import argparse
 import math
 import os
+import re
 import sys
 import time
 import warnings
@@ -213,15 +214,48 @@ def fit_child(conn, name: str, n: int) -> None:
         conn.send(("ready", None))
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            start = time.perf_counter()
+            start, cpu_start = time.perf_counter(), _cpu_seconds()
             cls(**model_parameters(name)).fit(*args)
-            seconds = time.perf_counter() - start
-        conn.send(("ok", seconds))
+            seconds, cpu = time.perf_counter() - start, _cpu_seconds() - cpu_start
+        conn.send(("ok", (seconds, cpu)))
     except Exception as err:  # noqa: BLE001 - reported in the table
         conn.send(("error", f"{type(err).__name__}: {err}"))
 
 
+def _cpu_seconds() -> float:
+    """CPU time of this process and its finished children (forked chain processes)."""
+    import resource
+
+    own, children = (
+        resource.getrusage(who) for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)
+    )
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
 # ---------------------------------------------------------------------------------- report
+def _earlier_run(report: Path) -> str:
+    """`` (<date line>, `<command>`)`` of the report a partial run is about to replace."""
+    if not report.is_file():
+        return ""
+    lines = report.read_text(encoding="utf-8").splitlines()
+    command = next((b for a, b in zip(lines, lines[1:], strict=False) if a == "```"), "")
+    started = next((line[len("- date: ") :] for line in lines if line.startswith("- date: ")), "")
+    earlier = re.search(
+        r"Rows of .*? the run that wrote the CSV before it( \(.*\))?\.", "\n".join(lines)
+    )
+    if earlier and earlier.group(1):  # that report was itself a partial rerun: keep its source
+        return earlier.group(1)
+    return f" ({started}: `{command}`)"
+
+
+def _number(value):
+    """A CSV cell back as a float where it is one (times, exponents), else as it was."""
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return "" if value != value else value
+
+
 def exponent(t1: float, t2: float) -> float:
     return math.log(t2 / t1) / math.log(10.0)
 
@@ -232,22 +266,31 @@ def plot(frame: pd.DataFrame, sizes: list[int], path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(9, 6.5))
-    for name, row in frame.iterrows():
-        times = [row[str(n)] for n in sizes]
+    fig, ax = plt.subplots(figsize=(12, 7))
+    colours = plt.get_cmap("tab10").colors
+    styles, markers = ("-", "--", ":"), "osD^v<>"
+    for number, (name, row) in enumerate(frame.iterrows()):
+        times = [row[f"CPU {n}"] for n in sizes]
         points = [(n, t) for n, t in zip(sizes, times, strict=True) if isinstance(t, float)]
-        if len(points) >= 2:
+        if points:
             xs, ys = zip(*points, strict=True)
-            ax.loglog(xs, ys, marker="o", label=name)
+            ax.loglog(
+                xs,
+                ys,
+                color=colours[number % 10],
+                linestyle=styles[number // 10 % 3],
+                marker=markers[number % len(markers)],
+                label=name if len(points) == len(sizes) else f"{name} (time-out after)",
+            )
     reference = np.array(sizes, dtype=float)
-    ax.loglog(reference, reference / reference[0] * 0.01, "k--", lw=1, label="linear (slope 1)")
+    ax.loglog(reference, reference / reference[0] * 0.01, "k-", lw=2.5, alpha=0.4, label="linear")
     ax.set_xlabel("judgments (labels, comparisons, top-queries or links)")
-    ax.set_ylabel("fit time (s)")
+    ax.set_ylabel("fit CPU time (s)")
     ax.set_title("Fit time against data size, every model at its defaults")
-    ax.legend(fontsize=7, ncol=2, loc="upper left")
+    ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.01, 0.5))
     ax.grid(True, which="both", alpha=0.3)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    fig.savefig(path, dpi=100)
     plt.close(fig)
 
 
@@ -260,7 +303,7 @@ def main() -> None:
     args = parser.parse_args()
     import crowdbayes
 
-    names = [c.__name__ for c in crowdbayes.list_models()]
+    names = names_all = [c.__name__ for c in crowdbayes.list_models()]
     if args.only:
         names = [name for name in names if name in args.only]
     sizes = [args.base, args.base * 10, args.base * 100]
@@ -271,19 +314,43 @@ def main() -> None:
         row: dict = {"model": name}
         for n in sizes:
             status, payload = run_isolated(fit_child, (name, n), timeout=args.timeout)
-            row[str(n)] = payload if status == "ok" else status
-            shown = f"{payload:.2f} s" if status == "ok" else f"{status}: {payload}"
+            if status == "ok":
+                row[str(n)], row[f"CPU {n}"] = payload
+                shown = f"{payload[0]:.2f} s (CPU {payload[1]:.2f} s)"
+            else:
+                row[str(n)] = row[f"CPU {n}"] = status
+                shown = f"{status}: {payload}"
             print(f"{name} n={n}: {shown}", flush=True)
             if status != "ok":
                 break  # a larger size will not do better
-        for (a, b), label in (((0, 1), "exp. 1→2"), ((1, 2), "exp. 2→3")):
-            ta, tb = row.get(str(sizes[a])), row.get(str(sizes[b]))
-            ok = isinstance(ta, float) and isinstance(tb, float) and ta > 0
-            row[label] = exponent(ta, tb) if ok else float("nan")
-        last = row["exp. 2→3"]
+        for prefix, kind in (("", "wall"), ("CPU ", "CPU")):
+            for (a, b), label in (((0, 1), "1→2"), ((1, 2), "2→3")):
+                ta, tb = row.get(f"{prefix}{sizes[a]}"), row.get(f"{prefix}{sizes[b]}")
+                ok = isinstance(ta, float) and isinstance(tb, float) and ta > 0
+                row[f"{kind} exp. {label}"] = exponent(ta, tb) if ok else float("nan")
+        last = row["CPU exp. 2→3"]
         row["flag"] = "> 1.15" if last == last and last > FLAG else ""
+        row["load"] = load_average().split()[0]
         rows.append(row)
     frame = pd.DataFrame(rows).set_index("model")
+    table = args.output.with_suffix(".csv")
+    rerun = ""
+    if args.only and table.is_file():
+        # a partial run replaces its models' rows of the last full run (same sizes)
+        earlier = pd.read_csv(table, index_col="model")
+        if [c for c in earlier.columns if c.isdigit()] != [str(n) for n in sizes]:
+            raise SystemExit(f"{table} has other sizes than --base {args.base}")
+        earlier = earlier.drop(index=frame.index, errors="ignore").astype(object).map(_number)
+        frame = pd.concat([earlier, frame]).loc[
+            [n for n in names_all if n in frame.index or n in earlier.index]
+        ]
+        rerun = (
+            f"Rows of {', '.join(args.only)} replaced by a rerun "
+            f"({time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, command above); "
+            "the other rows are from the run that wrote the CSV before it"
+            f"{_earlier_run(args.output)}."
+        )
+    frame.to_csv(table)
     png = args.output.with_suffix(".png")
     plot(frame, sizes, png)
     lines = [
@@ -299,10 +366,15 @@ def main() -> None:
         f"- load average at the end {load_average()}; total run time "
         f"{time.perf_counter() - started:.0f} s; time limit per fit {args.timeout:g} s",
         "",
-        "Wall seconds of `fit` (data simulated before the clock starts; one fresh process per "
-        "fit). Exponent = log10(t_next / t) between sizes a factor 10 apart; 1 is linear. A "
-        "time-out or error stops the larger sizes of that model.",
+        "Wall and CPU seconds of `fit` (data simulated before the clock starts; one fresh "
+        "process per fit; CPU of the fit's process and any chain processes it forked). "
+        "Exponent = log10(t_next / t) between sizes a factor 10 apart; 1 is linear; the flag "
+        "is on the CPU exponent between the two largest sizes, the steadier measure when "
+        "other work shares the cores (`load`: 1-minute load average after the model's last "
+        "fit). A time-out or error stops the larger sizes of that model. The fits run in a "
+        "daemonic process, so the sampled models run their chains one after another here.",
         "",
+        *([rerun, ""] if rerun else []),
         markdown_table(frame, 3),
         "",
         f"![log-log plot]({png.name})",
