@@ -56,6 +56,14 @@ def label_log_likelihood(labels: Labels, log_conf: np.ndarray) -> tuple[np.ndarr
     return relative, offset
 
 
+def label_log_likelihood_offsets(labels: Labels, log_conf: np.ndarray) -> np.ndarray:
+    """The per-task terms of :func:`label_log_likelihood`'s ``offset`` (n_tasks,):
+    ``log p(x_i | c_i = K−1)``, with a label impossible under class K−1 counted as 0 there too;
+    they sum to ``offset``. For objectives over a subset of the tasks."""
+    base = log_conf[:, -1, :].reshape(-1)  # base[j*K + x] = log θ[j, K−1, x]
+    return labels.count_matrix @ np.where(np.isfinite(base), base, 0.0)
+
+
 def confusion_statistics(
     labels: Labels, responsibilities: np.ndarray, *, sums_to_one: bool = True
 ) -> np.ndarray:

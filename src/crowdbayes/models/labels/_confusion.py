@@ -22,6 +22,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...annotators import confusion_statistics, label_log_likelihood
+from ...annotators.confusion import label_log_likelihood_offsets
 from ...annotators.confusion_pass import confusion_pass
 from ...data.labels import LabelBlock
 from ...inference.statistics import Globals, Stats
@@ -53,7 +54,7 @@ class ConfusionStatsModel(StatsLabelModel):
 
     def initial_stats(self, block: LabelBlock) -> Stats:
         """Statistics of each task's vote shares (gold tasks one-hot): the usual EM start."""
-        return self._posterior_stats(block, vote_share_start(block), 0.0)
+        return self._posterior_stats(block, vote_share_start(block), 0.0, self._cut_tasks(block))
 
     def local_stats(self, block: LabelBlock, globals_: Globals, tasks: dict | None = None) -> Stats:
         cut = self._cut_tasks(block)
@@ -93,13 +94,11 @@ class ConfusionStatsModel(StatsLabelModel):
         if tasks is not None:
             tasks["probas"] = resp
         if cut is None:
-            return self._posterior_stats(block, resp, float(log_evidence.sum()) + offset)
+            return self._posterior_stats(block, resp, float(log_evidence.sum()) + offset, cut)
         # the evidence of the tasks that feed back only: the cut ones do not depend on the
         # globals through the fit, and counting them would break the objective's monotonicity
-        base = log_confusion[:, -1, :].reshape(-1)
-        per_task_offset = block.count_matrix @ np.where(np.isfinite(base), base, 0.0)
-        kept = float((log_evidence + per_task_offset)[~cut].sum())
-        return self._posterior_stats(block, resp, kept)
+        per_task = log_evidence + label_log_likelihood_offsets(block, log_confusion)
+        return self._posterior_stats(block, resp, float(per_task[~cut].sum()), cut)
 
     def _cut_tasks(self, block: LabelBlock) -> np.ndarray | None:
         """The tasks cut from the statistics (:func:`feedback_tasks`), or None if none is."""
@@ -108,9 +107,11 @@ class ConfusionStatsModel(StatsLabelModel):
         cut = ~feedback_tasks(block)
         return cut if cut.any() else None
 
-    def _posterior_stats(self, block: LabelBlock, resp: np.ndarray, log_evidence: float) -> Stats:
+    def _posterior_stats(
+        self, block: LabelBlock, resp: np.ndarray, log_evidence: float, cut: np.ndarray | None
+    ) -> Stats:
+        """The statistics of responsibilities ``resp``, leaving out the tasks ``cut``."""
         counted, sums_to_one = resp, True
-        cut = self._cut_tasks(block)
         if cut is not None:
             counted, sums_to_one = resp * ~cut, False
         stats = {
