@@ -95,6 +95,10 @@ def test_pass_matches_plain_reference(k, variant):
     assert labels.has_gold == (variant == "gold")
     fused = cp.confusion_pass(labels, log_conf, log_prev, weight)
     assert_pass_close(fused, reference_pass(labels, log_conf, log_prev, weight))
+    # θ given in probability space (as EM holds it): the same pass
+    given = cp.confusion_pass(labels, log_conf, log_prev, weight, confusion=np.exp(log_conf))
+    expected = (fused.resp, fused.confusion, fused.classes, fused.log_evidence)
+    assert_pass_close(given, expected, rtol=1e-15)
 
 
 @needs_kernel

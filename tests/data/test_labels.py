@@ -8,6 +8,7 @@ import warnings
 import numpy as np
 import pandas as pd
 import pytest
+import scipy.sparse as sp
 
 from crowdbayes import (
     BayesianDawidSkene,
@@ -339,6 +340,29 @@ def test_duplicates_error_and_bad_policy():
         Labels(DUPLICATED, duplicates="ignore")
 
 
+@pytest.mark.parametrize("grouped", [True, False])
+def test_count_matrix_of_distinct_pairs_needs_no_merge(grouped):
+    """Without repeated task–worker pairs the matrix is built without the merge of repeated
+    entries (and its sort): the same matrix as the merged one, rows possibly unsorted."""
+    rng = np.random.default_rng(5)
+    frame = pd.DataFrame(
+        {"task": rng.integers(0, 50, 500), "worker": rng.integers(0, 20, 500), "label": 0}
+    )
+    frame["label"] = rng.integers(0, 3, len(frame))
+    frame = frame.drop_duplicates(["task", "worker"])
+    if grouped:
+        frame = frame.sort_values("task", kind="stable")
+    labels = Labels(frame)
+    assert labels.pairs_distinct
+    columns = labels.worker_codes * labels.n_classes + labels.label_codes
+    merged = sp.csr_matrix(
+        (np.ones(labels.n_labels), (labels.task_codes, columns)),
+        shape=labels.count_matrix.shape,
+    )
+    np.testing.assert_array_equal(labels.count_matrix.toarray(), merged.toarray())
+    assert labels.count_matrix.nnz == labels.n_labels
+
+
 def test_no_warning_without_duplicates():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
@@ -416,8 +440,9 @@ def test_ids_with_leading_zeros_survive_csv_round_trip(tmp_path):
     assert result.labels_["0001"] == 0
 
 
+@pytest.mark.parametrize("duplicates", ["keep", "drop"])
 @pytest.mark.parametrize("grouped", [True, False])
-def test_workers_per_task_counts_distinct_workers(grouped):
+def test_workers_per_task_counts_distinct_workers(grouped, duplicates):
     rng = np.random.default_rng(3)
     n = 400
     frame = pd.DataFrame(
@@ -431,7 +456,8 @@ def test_workers_per_task_counts_distinct_workers(grouped):
         frame = frame.sort_values("task", kind="stable")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # repeated task-worker pairs: kept as votes
-        labels = Labels(frame)
+        labels = Labels(frame, duplicates=duplicates)
+    assert labels.pairs_distinct == (duplicates == "drop")
     expected = frame.groupby("task")["worker"].nunique()
     got = pd.Series(labels.workers_per_task, index=labels.tasks)
     pd.testing.assert_series_equal(got.loc[expected.index], expected, check_names=False)

@@ -306,6 +306,14 @@ static evidence_t run_pass_any(const pass_t *a, int K, int S) {
     return run_pass_generic(a, K, S);
 }
 
+/* log2 of the smallest non-zero entry of x[0, n) (0 when every entry is 0) */
+static double smallest_log2(const double *x, Py_ssize_t n) {
+    double smallest = INFINITY;
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (x[i] > 0.0 && x[i] < smallest) smallest = x[i];
+    return smallest == INFINITY ? 0.0 : log2(smallest);
+}
+
 static int check_size(Py_buffer *buf, Py_ssize_t items, Py_ssize_t itemsize, const char *name) {
     if (buf->len < items * itemsize) {
         PyErr_Format(PyExc_ValueError, "%s: buffer too small (%zd bytes, need %zd)", name,
@@ -372,8 +380,8 @@ static void *helper_thread(void *arg) {
 
 PyDoc_STRVAR(pass_doc,
              "confusion_pass(indptr, indices, data, theta, prior, gold, weight, n_classes, "
-             "row_stride, counts_stride, n_tasks, bounds, min_log2, prior_log2, unit_counts, "
-             "n_threads, resp, counts, classes, parts) -> None\n\n"
+             "row_stride, counts_stride, n_tasks, bounds, unit_counts, n_threads, resp, counts, "
+             "classes, parts) -> None\n\n"
              "The fused E+M pass (see the source's header) over the chunks of tasks "
              "[bounds[c], bounds[c+1]) on n_threads threads, writing resp (K, n_tasks), and per "
              "chunk c its counts[c] (n_columns * counts_stride), classes[c] (K) and parts[c] = "
@@ -386,11 +394,10 @@ static PyObject *confusion_pass(PyObject *Py_UNUSED(self), PyObject *args) {
     Py_buffer bounds_buf, resp_buf, counts_buf, classes_buf, parts_buf;
     int K, S, cstride, n_threads;
     pass_t a = {0};
-    if (!PyArg_ParseTuple(args, "y*y*y*y*y*z*z*iiiny*ddpiw*w*w*w*", &indptr_buf, &indices_buf,
+    if (!PyArg_ParseTuple(args, "y*y*y*y*y*z*z*iiiny*piw*w*w*w*", &indptr_buf, &indices_buf,
                           &data_buf, &theta_buf, &prior_buf, &gold_buf, &weight_buf, &K, &S,
-                          &cstride, &a.n_tasks, &bounds_buf, &a.min_log2, &a.prior_log2,
-                          &a.unit_counts, &n_threads, &resp_buf, &counts_buf, &classes_buf,
-                          &parts_buf))
+                          &cstride, &a.n_tasks, &bounds_buf, &a.unit_counts, &n_threads,
+                          &resp_buf, &counts_buf, &classes_buf, &parts_buf))
         return NULL;
     PyObject *result = NULL;
     const Py_ssize_t n_chunks = bounds_buf.len / 8 - 1;
@@ -428,6 +435,8 @@ static PyObject *confusion_pass(PyObject *Py_UNUSED(self), PyObject *args) {
     a.data = (const double *)data_buf.buf;
     a.theta = (const double *)theta_buf.buf;
     a.prior = (const double *)prior_buf.buf;
+    a.min_log2 = smallest_log2(a.theta, theta_buf.len / 8);
+    a.prior_log2 = smallest_log2(a.prior, K);
     a.gold = (const int64_t *)gold_buf.buf;
     a.weight = (const double *)weight_buf.buf;
     a.resp = (double *)resp_buf.buf;

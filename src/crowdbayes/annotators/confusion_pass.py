@@ -174,25 +174,21 @@ def _layout(labels: Labels, stride: int) -> _Layout:
     return layout
 
 
-def _smallest_log2(values: np.ndarray) -> float:
-    """log2 of the smallest non-zero entry (0.0 when all are 0)."""
-    positive = values[values > 0]
-    return float(np.log2(positive.min())) if positive.size else 0.0
-
-
 def confusion_pass(
     labels: Labels,
     log_confusion: np.ndarray,
     log_prevalence: np.ndarray,
     weight: np.ndarray | None = None,
     threads: int | None = None,
+    confusion: np.ndarray | None = None,
 ) -> PassResult | None:
     """One fused pass (module docstring), or None where the compiled kernel is missing or the
     problem is outside its range (more than ``MAX_CLASSES`` classes, or 2³¹ count columns).
 
     ``log_confusion`` is (workers, K, K) (true class, observed class), ``log_prevalence`` (K,);
     ``weight`` (n_tasks,) multiplies each task's contribution to the counts and class totals
-    (None: all 1); ``threads`` overrides :func:`n_threads`.
+    (None: all 1); ``threads`` overrides :func:`n_threads`; ``confusion``: ``exp(log_confusion)``
+    where the caller holds it (EM's θ itself), which spares the pass an ``exp`` per cell.
     """
     n_workers, n_classes, _ = log_confusion.shape
     matrix = labels.count_matrix
@@ -203,12 +199,7 @@ def confusion_pass(
         raise ValueError(f"confusion_pass: {n_columns} count columns for {n_workers} workers")
     stride = row_stride(n_classes)
     layout = _layout(labels, stride)
-    # theta[(j*K + x)*S + k] = θ[j, k, x]: one row per count-matrix column, padded to S
-    theta = _aligned_empty((n_columns, stride))
-    theta[:, n_classes:] = 0.0
-    theta.reshape(n_workers, n_classes, stride)[:, :, :n_classes] = np.exp(log_confusion).transpose(
-        0, 2, 1
-    )
+    table = _padded_table(np.exp(log_confusion) if confusion is None else confusion, stride)
     prior = np.ascontiguousarray(np.exp(log_prevalence), dtype=np.float64)
     if weight is not None:
         weight = np.ascontiguousarray(weight, dtype=np.float64)
@@ -220,41 +211,34 @@ def confusion_pass(
     counts_stride = 4 if last_from_totals else stride
     counts = _aligned_empty((n_chunks, n_columns * counts_stride))  # the kernel zeroes them
     classes = np.empty((n_chunks, n_classes))
-    fixed = (
-        layout.indptr,
-        layout.indices,
-        layout.data,
-        theta,
-        prior,
-        layout.gold,
-        weight,
-        n_classes,
-        stride,
-        counts_stride,
-        n_tasks,
-    )
-    scales = (_smallest_log2(theta), _smallest_log2(prior), layout.unit_counts)
-
     parts = np.empty((n_chunks, 3))
     threads = min(n_threads() if threads is None else threads, n_chunks)
-    _kernel.confusion_pass(*fixed, layout.bounds, *scales, threads, resp, counts, classes, parts)
-    log2_evidence = -np.inf if parts[:, 2].any() else 0.0
-    for log2_mantissa, exponent, _ in parts:  # chunk order: the same sum for any thread count
-        log2_evidence += log2_mantissa + exponent
-    total_counts = counts[0]
-    for row in counts[1:]:
-        total_counts += row
-    total_counts = total_counts.reshape(n_columns, counts_stride)
+    _kernel.confusion_pass(
+        *(layout.indptr, layout.indices, layout.data, table, prior, layout.gold, weight),
+        *(n_classes, stride, counts_stride, n_tasks, layout.bounds, layout.unit_counts),
+        *(threads, resp, counts, classes, parts),
+    )
+    # the chunks in chunk order (sums along axis 0 run row by row): the same for any threads
+    counted = counts.sum(axis=0).reshape(n_workers, n_classes, counts_stride)
+    expected = np.empty((n_workers, n_classes, n_classes))  # [j, k, x]
+    expected[:, : counted.shape[2], :] = counted[:, :, :n_classes].transpose(0, 2, 1)
     if last_from_totals:
-        full = np.empty((n_columns, n_classes))
-        full[:, :-1] = total_counts
-        np.maximum(labels.column_totals - total_counts.sum(axis=1), 0.0, out=full[:, -1])
-        total_counts = full
-    confusion = total_counts.reshape(n_workers, n_classes, -1)[:, :, :n_classes]
-    confusion = confusion.transpose(0, 2, 1)
+        totals = labels.column_totals.reshape(n_workers, n_classes)
+        np.maximum(totals - counted.sum(axis=2), 0.0, out=expected[:, -1, :])
+    log2_evidence = -np.inf if parts[:, 2].any() else parts[:, 0].sum() + parts[:, 1].sum()
     return PassResult(
         resp=resp,
-        confusion=np.ascontiguousarray(confusion),
+        confusion=expected,
         classes=classes.sum(axis=0),
         log_evidence=float(log2_evidence * np.log(2.0)),
     )
+
+
+def _padded_table(confusion: np.ndarray, stride: int) -> np.ndarray:
+    """The kernel's table: ``table[(j*K + x)*S + k] = θ[j, k, x]``, one row per count-matrix
+    column, zero-padded to the stride S."""
+    n_workers, n_classes, _ = confusion.shape
+    table = _aligned_empty((n_workers, n_classes, stride))
+    table[:, :, n_classes:] = 0.0
+    table[:, :, :n_classes] = confusion.transpose(0, 2, 1)
+    return table

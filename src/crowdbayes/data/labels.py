@@ -55,17 +55,18 @@ def _duplicate_policy(
     workers: pd.Index,
     policy: str,
     what: str = "labels",
-) -> np.ndarray | None:
+) -> tuple[np.ndarray | None, bool]:
     """Apply the duplicates policy to rows repeating a task–worker pair.
 
-    Returns None when every row is kept, else the boolean mask of rows to keep. Works on the
-    integer codes (one hash pass over a single int64 key), not on the user's id columns.
+    Returns the boolean mask of rows to keep (None: every row) and whether the kept rows have
+    distinct task–worker pairs. Works on the integer codes (one hash pass over a single int64
+    key), not on the user's id columns.
     """
     key = task_codes.astype(np.int64, copy=False) * max(len(workers), 1) + worker_codes
     repeated = pd.Series(key).duplicated(keep="first").to_numpy()
     n_repeated = int(repeated.sum())
     if n_repeated == 0:
-        return None
+        return None, True
     first = int(np.argmax(repeated))
     where = f"(first: task {tasks[task_codes[first]]!r}, worker {workers[worker_codes[first]]!r})"
     if policy == "error":
@@ -80,14 +81,14 @@ def _duplicate_policy(
             DataWarning,
             stacklevel=4,
         )
-        return ~repeated
+        return ~repeated, True
     warnings.warn(
         f"{what}: {n_repeated} row(s) repeat a task–worker pair {where}; each is counted "
         "as a separate vote (pass duplicates='drop' to keep only the first)",
         DataWarning,
         stacklevel=4,
     )
-    return None
+    return None, False
 
 
 #: a class seen at most this many times, and this many times less often than the commonest
@@ -146,6 +147,10 @@ class LabelBlock:
         Sizes of the code spaces (codes lie in ``range(n)``).
     gold_codes : ndarray of int, shape (n_tasks,), optional
         Gold class code of each task, ``-1`` where unknown (default: none known).
+    pairs_distinct : bool
+        True when no task–worker pair repeats (known when the table was validated): the count
+        matrix then needs no merge of repeated entries, and a task's workers are its entries.
+        False (the default) makes no such assumption.
     """
 
     def __init__(
@@ -158,12 +163,14 @@ class LabelBlock:
         n_workers: int,
         n_classes: int,
         gold_codes: np.ndarray | None = None,
+        pairs_distinct: bool = False,
     ) -> None:
         self.task_codes = task_codes
         self.worker_codes = worker_codes
         self.label_codes = label_codes
         self._n_tasks, self._n_workers, self._n_classes = n_tasks, n_workers, n_classes
         self.gold_codes = np.full(n_tasks, -1, dtype=np.int64) if gold_codes is None else gold_codes
+        self.pairs_distinct = bool(pairs_distinct)
 
     @property
     def n_tasks(self) -> int:
@@ -215,6 +222,8 @@ class LabelBlock:
             matrix = sp.csr_matrix(
                 (data, columns.astype(index_type), indptr.astype(index_type)), shape=shape
             )
+            if self.pairs_distinct:  # no entry repeats: nothing to merge (nor to sort for it)
+                return matrix
         else:
             matrix = sp.csr_matrix((data, (tasks, columns)), shape=shape)
         matrix.sum_duplicates()
@@ -233,8 +242,11 @@ class LabelBlock:
         """How many distinct workers labelled each task, as a (n_tasks,) integer vector.
 
         One pass over the count matrix's rows (its columns ``j·K + x`` sorted within a row, so
-        a worker's columns are adjacent): a worker is new where the worker code changes."""
+        a worker's columns are adjacent): a worker is new where the worker code changes. With
+        distinct task–worker pairs (``pairs_distinct``) every entry is a worker of its own."""
         matrix = self.count_matrix
+        if self.pairs_distinct:
+            return np.diff(matrix.indptr).astype(np.int64)
         if not matrix.has_sorted_indices:
             matrix = matrix.sorted_indices()
         worker = matrix.indices // self.n_classes
@@ -336,7 +348,9 @@ class Labels(LabelBlock):
             raise ValueError(f"duplicates must be one of {_DUPLICATE_POLICIES}; got {duplicates!r}")
         task_codes, tasks = pd.factorize(df[task], sort=False)
         worker_codes, workers = pd.factorize(df[worker], sort=False)
-        keep = _duplicate_policy(task_codes, worker_codes, tasks, workers, duplicates)
+        keep, pairs_distinct = _duplicate_policy(
+            task_codes, worker_codes, tasks, workers, duplicates
+        )
         df = df[[task, worker, label]] if keep is None else df.loc[keep, [task, worker, label]]
         if keep is not None:
             task_codes, worker_codes = task_codes[keep], worker_codes[keep]
@@ -381,6 +395,7 @@ class Labels(LabelBlock):
             n_tasks=len(self.tasks),
             n_workers=len(self.workers),
             n_classes=len(self.classes),
+            pairs_distinct=pairs_distinct,
         )
         self.gold_codes = self._encode_gold(gold_series)
 
@@ -458,6 +473,7 @@ class Labels(LabelBlock):
                 n_workers=self.n_workers,
                 n_classes=self.n_classes,
                 gold_codes=self.gold_codes[first:last],
+                pairs_distinct=self.pairs_distinct,
             )
             blocks.append((np.arange(first, last), block))
         return blocks

@@ -60,7 +60,7 @@ class Values:
         numbers = _numeric_column(df[value], value, what)
         task_codes, tasks = pd.factorize(df[task], sort=False)
         worker_codes, workers = pd.factorize(df[worker], sort=False)
-        keep = _duplicate_policy(task_codes, worker_codes, tasks, workers, duplicates, what)
+        keep, _ = _duplicate_policy(task_codes, worker_codes, tasks, workers, duplicates, what)
         if keep is not None:
             task_codes, worker_codes, numbers = task_codes[keep], worker_codes[keep], numbers[keep]
         self.tasks: pd.Index = pd.Index(tasks, name="task")

@@ -51,6 +51,9 @@ class ConfusionStatsModel(StatsLabelModel):
     #: and prevalence statistics: they are still labelled, but do not feed back (see
     #: :class:`~crowdbayes.models.labels.BayesianDawidSkene`)
     cut_single_worker_tasks = False
+    #: the global that holds ``exp(log_confusion)`` itself, if the model keeps one (EM's θ):
+    #: the compiled pass then needs no ``exp``
+    confusion_global: str | None = None
 
     def initial_stats(self, block: LabelBlock) -> Stats:
         """Statistics of each task's vote shares (gold tasks one-hot): the usual EM start."""
@@ -62,8 +65,12 @@ class ConfusionStatsModel(StatsLabelModel):
         # the tasks that feed back only, which the numpy path does
         fused = None
         if cut is None:
+            confusion = globals_.get(self.confusion_global) if self.confusion_global else None
             fused = confusion_pass(
-                block, globals_["log_confusion"], globals_["log_prevalence"], None
+                block,
+                globals_["log_confusion"],
+                globals_["log_prevalence"],
+                confusion=confusion,
             )
         if fused is None:
             return self._numpy_local_stats(block, globals_, tasks, cut)

@@ -99,6 +99,7 @@ class DawidSkene(ConfusionStatsModel):
     history_name = "log_posterior_history_"
     algorithm = "Dawid-Skene EM"
     cut_single_worker_tasks = True
+    confusion_global = "confusion"
 
     def __init__(
         self,
