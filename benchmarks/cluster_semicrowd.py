@@ -45,6 +45,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from _common import RESULTS, command_line, machine_lines, write_report  # noqa: E402
+from _link_tasks import task_members  # noqa: E402
 from crowdbayes.annotators.two_coin import (  # noqa: E402
     two_coin_posterior,
     two_coin_statistics,
@@ -162,12 +163,7 @@ def main() -> None:
     groupings = task_groupings(frame)
 
     # ------------------------------------------------------------------ 1. data facts
-    members = pd.concat(
-        [
-            frame[["task", "worker", "left"]].rename(columns={"left": "item"}),
-            frame[["task", "worker", "right"]].rename(columns={"right": "item"}),
-        ]
-    ).drop_duplicates()
+    members = task_members(frame)
     tasks_per_item = members.groupby("item")["task"].nunique()
     workers_per_item = members.groupby("item")["worker"].nunique()
     shared = tasks_per_item > 1

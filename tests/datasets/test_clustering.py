@@ -19,7 +19,7 @@ from crowdbayes.datasets.clustering import (
     task_groupings,
 )
 from crowdbayes.exceptions import DataWarning
-from crowdbayes.metrics.clustering import link_worker_accuracy
+from crowdbayes.metrics.clustering import link_worker_accuracy, misgrouped_items
 
 
 def test_cmu_faces(data_root):
@@ -170,3 +170,18 @@ def test_task_simulator_mimics_the_real_scheme():
     lab = small.links
     agree = truth.loc[lab["left"]].to_numpy() == truth.loc[lab["right"]].to_numpy()
     np.testing.assert_array_equal(lab["label"].to_numpy() == 1, agree)  # perfect workers
+
+
+def test_sorting_tasks_give_each_task_one_consistent_grouping():
+    truth = pd.Series(np.random.default_rng(0).integers(10, size=2000))
+    sim = simulate_link_tasks(truth, alpha=0.8, sort=True, random_state=0)
+    assert len(sim.links) == 91 * 630 and np.isnan(sim.beta).all()
+    groupings = task_groupings(sim.links)
+    wrong = misgrouped_items(groupings, truth)
+    assert wrong.mean() == pytest.approx(0.2, abs=0.03)  # α = 0.8: about 20% misplaced
+    for task, block in sim.links.groupby("task"):  # the links are every pair of the grouping
+        group = groupings.loc[task]
+        together = group.loc[block["left"]].to_numpy() == group.loc[block["right"]].to_numpy()
+        np.testing.assert_array_equal(block["label"].to_numpy() == 1, together)
+    perfect = simulate_link_tasks(truth, alpha=1.0, sort=True, random_state=0)
+    assert not misgrouped_items(task_groupings(perfect.links), truth).any()

@@ -126,3 +126,23 @@ def test_per_task_nmi_scores_each_task_on_its_own_items():
     assert scores.loc["t1", "inferred"] == pytest.approx(1.0)
     assert scores.loc["t2", "inferred"] == pytest.approx(1.0)  # c, e apart as in the truth
     assert scores.loc["t2", "worker"] == pytest.approx(0.0)  # one group for two clusters
+
+
+def test_misgrouped_items_flags_items_put_wrongly_within_their_task():
+    from crowdbayes.metrics.clustering import misgrouped_items
+
+    index = pd.MultiIndex.from_tuples(
+        [("t1", i) for i in "abcdef"] + [("t2", i) for i in "abcd"], names=["task", "item"]
+    )
+    truth = pd.Series({"a": 1, "b": 1, "c": 1, "d": 2, "e": 2, "f": 3})
+    # t1: f (digit 3) put with the 1s; t2: c split off from the other 1s
+    groupings = pd.Series([0, 0, 0, 1, 1, 0] + [0, 0, 1, 2], index=index)
+    wrong = misgrouped_items(groupings, truth)
+    assert wrong.index.equals(index)
+    assert wrong[wrong].index.tolist() == [("t1", "f"), ("t2", "c")]
+    # the 2s merged into the group of the 1s: the smaller cluster's items are flagged
+    merged = misgrouped_items(pd.Series([0, 0, 0, 0, 0, 1] + [0, 0, 0, 1], index=index), truth)
+    assert merged[merged].index.tolist() == [("t1", "d"), ("t1", "e")]
+    assert not misgrouped_items(
+        pd.Series([5, 5, 5, 7, 7, 6] + [0, 0, 0, 1], index=index), truth
+    ).any()

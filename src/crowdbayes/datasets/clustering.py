@@ -400,6 +400,18 @@ def _two_coin_draw(same: np.ndarray, alpha: np.ndarray, beta: np.ndarray, rng) -
     return (rng.random(same.shape) < p_must).astype(np.int64)
 
 
+def _sorted_groups(clusters: np.ndarray, accuracy: float, rng) -> np.ndarray:
+    """A worker's grouping of one task's items: each item in its cluster's group with
+    probability ``accuracy``, else in the group of another cluster of the task (uniformly), or
+    alone (a new group) when the task holds one cluster only."""
+    groups = pd.factorize(clusters)[0]
+    present = np.unique(groups)
+    for i in np.flatnonzero(rng.random(len(groups)) >= accuracy):
+        others = present[present != groups[i]]
+        groups[i] = rng.choice(others) if len(others) else len(clusters) + i
+    return groups
+
+
 def simulate_pair_links(
     truth,
     *,
@@ -481,15 +493,22 @@ def simulate_link_tasks(
     n_workers: int = 48,
     alpha=None,
     beta=None,
+    sort: bool = False,
     random_state: RandomState = None,
 ) -> SyntheticLinks:
     """Annotation tasks in the scheme of the real MNIST annotations: each task shows one worker
     ``items_per_task`` random items and records a link for every pair of them.
 
     Tasks go to workers so that each worker gets at least one (while tasks last) and the rest
-    at random. Each link follows the two-coin model independently, so a simulated worker's
-    links need not form a consistent grouping, unlike a real worker's sorting; the defaults
-    (91 tasks × 36 items, 48 workers, α and β drawn to match the real workers' spread) mimic
+    at random. By default each link follows the two-coin model independently, so a simulated
+    worker's links need not form a consistent grouping, unlike a real worker's sorting (and an
+    error in one link is outvoted by the item's other links in the same task). With
+    ``sort=True`` the worker sorts the task's items into groups instead: each item goes to the
+    group of its own cluster with probability α of the worker, else to the group of another
+    cluster present in the task (uniformly; alone when there is none), and the links are every
+    pair of that grouping (must-link within a group), so a misplaced item's links all agree
+    with the wrong group; β is then unused (returned as NaN). The defaults (91 tasks × 36
+    items, 48 workers, α and β drawn to match the real workers' spread) mimic
     ``semicrowd_mnist``.
     """
     rng = as_generator(random_state)
@@ -506,11 +525,17 @@ def simulate_link_tasks(
     for task, worker in enumerate(workers):
         chosen = pool[rng.choice(len(pool), size=items_per_task, replace=False)]
         left, right = chosen[upper_left], chosen[upper_right]
-        same = truth.loc[left].to_numpy() == truth.loc[right].to_numpy()
-        label = _two_coin_draw(same, alpha[worker], beta[worker], rng)
+        if sort:
+            groups = _sorted_groups(truth.loc[chosen].to_numpy(), alpha[worker], rng)
+            label = (groups[upper_left] == groups[upper_right]).astype(np.int64)
+        else:
+            same = truth.loc[left].to_numpy() == truth.loc[right].to_numpy()
+            label = _two_coin_draw(same, alpha[worker], beta[worker], rng)
         frames.append(
             pd.DataFrame(
                 {"worker": worker, "left": left, "right": right, "label": label, "task": task}
             )
         )
+    if sort:
+        beta = np.full(n_workers, np.nan)
     return SyntheticLinks(pd.concat(frames, ignore_index=True), truth, alpha, beta)

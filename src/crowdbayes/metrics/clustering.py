@@ -33,6 +33,7 @@ __all__ = [
     "unsupervised_accuracy",
     "link_worker_accuracy",
     "per_task_nmi",
+    "misgrouped_items",
 ]
 
 
@@ -249,3 +250,35 @@ def per_task_nmi(groupings: pd.Series, truth: pd.Series, assignments: pd.Series)
     out = pd.DataFrame.from_dict(rows, orient="index", columns=["worker", "inferred"])
     out.index.name = groupings.index.names[0]
     return out
+
+
+def misgrouped_items(groupings: pd.Series, truth: pd.Series) -> pd.Series:
+    """Within each annotation task, whether the worker's grouping puts an item wrongly: in a
+    group where most items are of another true cluster, or apart from the group holding most
+    items of its own cluster (ties go to the first in order of appearance).
+
+    A misplaced item is flagged, the group it joined is not; of two true clusters merged into
+    one group, the items of the smaller are flagged.
+
+    Parameters
+    ----------
+    groupings : Series indexed by ``(task, item)``
+        Each worker's group numbers per task
+        (:func:`crowdbayes.datasets.clustering.task_groupings`).
+    truth : Series indexed by item
+        The true clusters.
+
+    Returns
+    -------
+    Series of bool indexed like ``groupings``.
+    """
+    parts = []
+    for _, groups in groupings.groupby(level=0, sort=False):
+        codes = pd.Series(groups.to_numpy())
+        clusters = pd.Series(truth.loc[groups.index.get_level_values(-1)].to_numpy())
+        table = pd.crosstab(codes, clusters)
+        group_cluster = table.idxmax(axis=1).loc[codes].to_numpy()
+        cluster_group = table.idxmax(axis=0).loc[clusters].to_numpy()
+        wrong = (group_cluster != clusters.to_numpy()) | (cluster_group != codes.to_numpy())
+        parts.append(pd.Series(wrong, index=groups.index, name="misgrouped"))
+    return pd.concat(parts).reindex(groupings.index)
