@@ -1,4 +1,4 @@
-"""``LinkClustering`` on the real MNIST crowd annotations (issue 6, first acceptance point).
+"""``LinkClustering`` on the real MNIST crowd annotations (issues 6 and 19, first point).
 
 Data: ``$CROWDBAYES_DATA/clustering/semicrowd_mnist`` (57,330 links from 48 workers over 2,759
 MNIST training images, in 91 tasks of 36 images that one worker sorted into groups) and the
@@ -20,7 +20,13 @@ Reports, into ``benchmarks/results/cluster_semicrowd.md``:
    symmetric prior on π;
 5. the fit from scratch (no truth used) with the default search, its ELBO and scores, and
    whether it falls short of the optimum near the truth (a search problem) or ends above it
-   (the model prefers what the search found).
+   (the model prefers what the search found);
+6. issue 19's restated criterion: the workers' α and β measured on the links whose two images
+   were each seen by at least two workers, and whether the 90% credible intervals of the model
+   cover them, for two posteriors (the fitted q(α) from all links; the posterior given the
+   fitted q(z) on those links only) and two kinds of interval (HPD, equal-tailed), over the
+   seeds ``--seeds`` of the fits from scratch, with each missed worker attributed to the model's
+   clusters (its pairs put together or apart against the digits) or to its α/β.
 
 Timings are wall-clock of one run on the machine in the header (inflated when it is shared)::
 
@@ -56,10 +62,13 @@ from crowdbayes.datasets.clustering import (  # noqa: E402
     task_groupings,
 )
 from crowdbayes.exceptions import DataWarning  # noqa: E402
+from crowdbayes.maths import beta_credible_interval  # noqa: E402
 from crowdbayes.metrics.clustering import (  # noqa: E402
     link_worker_accuracy,
+    links_between_items_seen_by,
     normalized_mutual_info,
     per_task_nmi,
+    worker_interval_coverage,
 )
 from crowdbayes.models.clustering import LinkClustering  # noqa: E402
 
@@ -138,11 +147,389 @@ def map_digits(model, digits: pd.Series) -> pd.Series:
     return pd.Series(table.idxmax(axis=1).loc[assigned].to_numpy(), index=assigned.index)
 
 
+def same_digit(frame: pd.DataFrame, digits: pd.Series) -> np.ndarray:
+    """Whether the two images of every link of ``frame`` show the same digit."""
+    return digits.loc[frame["left"]].to_numpy() == digits.loc[frame["right"]].to_numpy()
+
+
+# ---------------------------------------------------------------------- 6. calibration helpers
+LEVEL = 0.9  # mass of the credible intervals of issue 19
+ACCEPT_COVERED = 43  # of the 48 workers, for α and for β
+NMI_SLACK = 0.005  # per-task NMI ≥ the workers' own minus this
+POSTERIORS = ("(ii) given q(z), identifiable links", "(i) fitted q, all links")
+INTERVALS = ("hpd", "central")
+ACCEPTED = (POSTERIORS[0], "hpd")  # what the acceptance line uses (see the report text)
+
+
+def oracle_params(frame: pd.DataFrame, digits: pd.Series, worker_ids) -> dict[str, np.ndarray]:
+    r"""Each worker's exact conjugate posterior of α and β under a Beta(1, 1) prior with z
+    clamped to the digits, from the links of ``frame``: ``{"alpha": (n_workers, 2), "beta":
+    ...}`` Beta rows :math:`(1 + k, 1 + n - k)`, with k of the worker's n same-digit pairs
+    must-linked (for β: cannot-linked of the different-digit pairs)."""
+    same = same_digit(frame, digits)
+    codes = pd.Index(worker_ids).get_indexer(frame["worker"])
+    stats = two_coin_statistics(
+        same.astype(float), codes, frame["label"].to_numpy(), len(worker_ids)
+    )
+    return {
+        name: two_coin_posterior(np.array([1.0, 1.0]), counts)
+        for name, counts in zip(("alpha", "beta"), stats, strict=True)
+    }
+
+
+def oracle_intervals(params: dict[str, np.ndarray], worker_ids, kind: str) -> pd.DataFrame:
+    """The ``LEVEL`` intervals of kind ``kind`` of :func:`oracle_params`' posteriors."""
+    columns = {}
+    for name, rows in params.items():
+        lower, upper = beta_credible_interval(rows[:, 0], rows[:, 1], LEVEL, kind)
+        columns |= {f"{name}_lower": lower, f"{name}_upper": upper}
+    return pd.DataFrame(columns, index=pd.Index(worker_ids))
+
+
+def coverage(model, identifiable: pd.DataFrame, measured: pd.DataFrame) -> dict:
+    """``{(posterior, interval kind): worker_interval_coverage(...)}`` for the two posteriors
+    of ``POSTERIORS`` (given the fitted q(z) on the identifiable links; the fitted q(α), q(β))
+    and both kinds."""
+    out = {}
+    for posterior, links in zip(POSTERIORS, (identifiable, None), strict=True):
+        for kind in INTERVALS:
+            table = model.worker_posterior(links, level=LEVEL, interval=kind)
+            out[posterior, kind] = worker_interval_coverage(measured, table)
+    return out
+
+
+def pairs_against_digits(model, frame: pd.DataFrame, digits: pd.Series) -> pd.Series:
+    r"""Per worker: :math:`\sum_l |\bar s_l - [d_i = d_j]|` over the links of ``frame``, with
+    :math:`\bar s_l = r_i^\top r_j` the model's probability that the pair shares a cluster and
+    :math:`d` the digits: the expected number of the worker's pairs the model puts together or
+    apart against the digits. At 0 the posterior given q(z) on these links is the oracle's."""
+    probas = model.probas_
+    resp = probas.to_numpy()
+    together = np.einsum(
+        "lk,lk->l",
+        resp[probas.index.get_indexer(frame["left"])],
+        resp[probas.index.get_indexer(frame["right"])],
+    )
+    same = same_digit(frame, digits)
+    return (
+        pd.Series(np.abs(together - same), index=frame["worker"].to_numpy()).groupby(level=0).sum()
+    )
+
+
+def split_digits(model, digits: pd.Series) -> dict:
+    """Digits that are the majority digit of more than one cluster: ``{digit: clusters}``."""
+    assigned = model.assignments_
+    majority = pd.crosstab(assigned, digits.loc[assigned.index]).idxmax(axis=1)
+    counts = majority.value_counts()
+    return {int(d): int(n) for d, n in counts[counts > 1].items()}
+
+
+def split_line(name: str, model, identifiable: pd.DataFrame, digits: pd.Series) -> str:
+    """The split digits of a fit, and how many of the identifiable same-digit pairs it puts in
+    different clusters (most probable clusters) are pairs of a split digit."""
+    split = split_digits(model, digits)
+    assigned = model.assignments_
+    same = same_digit(identifiable, digits)
+    apart = same & (
+        assigned.loc[identifiable["left"]].to_numpy()
+        != assigned.loc[identifiable["right"]].to_numpy()
+    )
+    in_split = apart & digits.loc[identifiable["left"]].isin(list(split)).to_numpy()
+    return (
+        f"- {name}: split digits {split or 'none'}; {int(apart.sum())} identifiable same-digit "
+        f"pairs in different clusters, {int(in_split.sum())} of them of a split digit."
+    )
+
+
+def calibration_row(name: str, model, s: dict, cover: dict, against: pd.Series) -> str:
+    """One row of the calibration table: workers covered for α and β under each posterior and
+    interval kind, and the pairs the model puts against the digits."""
+    cells = " | ".join(
+        f"{int(cover[post, kind]['alpha'].sum())} / {int(cover[post, kind]['beta'].sum())}"
+        for post in POSTERIORS
+        for kind in INTERVALS
+    )
+    return (
+        f"| {name} | {model.elbo_:.1f} | {s['inferred_nmi']:.4f} | {cells} | "
+        f"{against.sum():.1f} | {int((against >= 0.5).sum())} |"
+    )
+
+
+def missed_lines(name: str, model, identifiable, measured, cover, against) -> list[str]:
+    """The workers the accepted intervals miss, each with its measured value and count, its
+    interval, and its pairs against the digits (≥ 0.5: the clusters; below: α or β itself)."""
+    table = model.worker_posterior(identifiable, level=LEVEL, interval=ACCEPTED[1])
+    lines = []
+    for param, count in (("alpha", "n_same"), ("beta", "n_different")):
+        missed = cover[ACCEPTED][param].index[~cover[ACCEPTED][param].to_numpy()]
+        entries = [
+            f"{w} ({measured.loc[w, param]:.3f} of {measured.loc[w, count]}, "
+            f"[{table.loc[w, f'{param}_lower']:.3f}, {table.loc[w, f'{param}_upper']:.3f}], "
+            f"{against.get(w, 0.0):.1f} pairs against the digits)"
+            for w in missed
+        ]
+        by_clusters = int((against.reindex(missed, fill_value=0.0) >= 0.5).sum())
+        lines.append(
+            f"- {name}, {'α' if param == 'alpha' else 'β'} missed for {len(missed)} "
+            f"({by_clusters} with ≥ 0.5 pairs against the digits): "
+            f"{'; '.join(entries) or 'none'}."
+        )
+    return lines
+
+
+def acceptance_line(name: str, s: dict, cover: dict) -> tuple[str, bool]:
+    """Issue 19, first point, for one fit: the per-task NMI and the accepted coverage, and
+    whether both parts are met."""
+    nmi_met = s["inferred_nmi"] >= s["raw_nmi"] - NMI_SLACK
+    n_alpha, n_beta = (int(cover[ACCEPTED][p].sum()) for p in ("alpha", "beta"))
+    cover_met = min(n_alpha, n_beta) >= ACCEPT_COVERED
+    text = (
+        f"- {name}: per-task NMI {s['inferred_nmi']:.4f} vs workers' own {s['raw_nmi']:.4f} − "
+        f"{NMI_SLACK}: {'met' if nmi_met else 'not met'}; 90% HPD of the posterior given q(z) "
+        f"on the identifiable links covers α for {n_alpha}/48, β for {n_beta}/48 (≥ "
+        f"{ACCEPT_COVERED} each): {'met' if cover_met else 'not met'}; both: "
+        f"{'met' if nmi_met and cover_met else 'not met'}"
+    )
+    return text, nmi_met and cover_met
+
+
+def fit_scratch(links, k: int, seed: int, args) -> LinkClustering:
+    """``LinkClustering`` with K = ``k`` from scratch: the search's own starts, no truth."""
+    return LinkClustering(k, n_init=args.n_init, n_polish=args.n_polish, random_state=seed).fit(
+        links
+    )
+
+
+def fit_reduced(links, small: int, large_fit, n_polish: int) -> LinkClustering:
+    """K = ``small`` started from the ``small`` largest clusters of ``large_fit`` (its clusters
+    are numbered by decreasing size), the other items at random."""
+    assigned = large_fit.assignments_
+    return LinkClustering(small, n_init=3, n_polish=n_polish, random_state=0).fit(
+        links, init=assigned.where(assigned < small)
+    )
+
+
+def seeded_fits(links, fits: dict, args) -> dict:
+    """The fits from scratch of every seed of ``args.seeds`` (those of the first seed are
+    section 5's ``fits``), labelled ``"K=…, seed …"``, with the reduced fit of each seed:
+    ``{label: (K, model)}``."""
+    out = {}
+    coarse = sorted(k for k in fits if isinstance(k, int))
+    for seed in args.seeds:
+        first = seed == args.seeds[0]
+        for k in coarse:
+            model = fits[k][0] if first else fit_scratch(links, k, seed, args)
+            out[f"K={k}, seed {seed}"] = k, model
+        if len(coarse) >= 2:
+            small, large = coarse[0], coarse[-1]
+            model = (
+                fits[f"{small} from {large}"][0]
+                if first
+                else fit_reduced(links, small, out[f"K={large}, seed {seed}"][1], args.n_polish)
+            )
+            out[f"K={small} from K={large}, seed {seed}"] = small, model
+    return out
+
+
+def calibration_section(crowd, links, measured, groupings, fits, near, args) -> list[str]:
+    """Section 6 and the acceptance of issue 19's first point (module docstring)."""
+    frame, digits = crowd.links, crowd.digits
+    identifiable = frame[links_between_items_seen_by(frame)]
+    measured_id = link_worker_accuracy(identifiable, digits).reindex(measured.index)
+    oracle = oracle_params(identifiable, digits, measured.index)
+    oracle_cover = {
+        kind: worker_interval_coverage(measured_id, oracle_intervals(oracle, measured.index, kind))
+        for kind in INTERVALS
+    }
+    lines = ["## 6. Calibration where the links identify the workers (issue 19)", ""]
+    lines += identifiable_facts(frame, identifiable, measured_id)
+    lines += [
+        f"- Oracle (z = the digits on these links, Beta(1, 1) prior): the 90% HPD interval "
+        f"covers α for {int(oracle_cover['hpd']['alpha'].sum())}/48, β for "
+        f"{int(oracle_cover['hpd']['beta'].sum())}/48; the equal-tailed one for "
+        f"{int(oracle_cover['central']['alpha'].sum())} and "
+        f"{int(oracle_cover['central']['beta'].sum())}.",
+        "",
+        *INTERVAL_TEXT,
+        "",
+        "Workers covered, α / β, of 48 (90% intervals); then the expected number of "
+        "identifiable pairs the fit puts together or apart against the digits, and the workers "
+        "with at least 0.5 such pairs:",
+        "",
+        "| fit | ELBO | per-task NMI | "
+        + " | ".join(f"{post}, {kind}" for post in POSTERIORS for kind in INTERVALS)
+        + " | pairs against the digits | workers |",
+        "|---|---:|---:|" + "---:|" * (len(POSTERIORS) * len(INTERVALS) + 2),
+    ]
+    rows, missed, accept, splits, diagnosis = [], [], [], [], []
+    always = pd.Series(True, index=measured.index)  # missed (α or β) by every fit
+    candidates = {
+        f"near the truth, K={k}": (k, near[k][0])
+        for k in sorted(k for k in near if isinstance(k, int))
+    }
+    scratch = seeded_fits(links, fits, args)
+    for name, (k, model) in {**candidates, **scratch}.items():
+        s = scores(crowd, measured, groupings, model)
+        cover = coverage(model, identifiable, measured_id)
+        against = pairs_against_digits(model, identifiable, digits)
+        rows.append(calibration_row(name, model, s, cover, against))
+        splits.append(split_line(name, model, identifiable, digits))
+        missed += missed_lines(name, model, identifiable, measured_id, cover, against)
+        always &= ~(cover[ACCEPTED]["alpha"] & cover[ACCEPTED]["beta"])
+        if name in scratch:
+            diagnosis.append(diagnosis_line(name, model, near[k][0], cover, against))
+            accept.append(acceptance_line(name, s, cover))
+    lines += [
+        *rows,
+        "",
+        "Missed by the accepted interval (90% HPD of the posterior given q(z) on the "
+        "identifiable links): worker (measured value of n pairs, interval, pairs against the "
+        "digits).",
+        "",
+        *missed,
+        "",
+        "Digits that are the majority digit of more than one cluster ({digit: clusters}), and "
+        "the same-digit pairs each fit separates:",
+        "",
+        *splits,
+        "",
+        *diagnosis,
+        f"- missed by every fit above, the one near the truth included: "
+        f"{', '.join(str(w) for w in always.index[always]) or 'none'} (their measured α, β: "
+        + ", ".join(
+            f"{w}: {measured_id.loc[w, 'alpha']:.3f}, {measured_id.loc[w, 'beta']:.3f}"
+            for w in always.index[always]
+        )
+        + ").",
+        knife_edge_line(),
+        mergers_line(crowd, links, groupings, identifiable, measured_id, candidates),
+        "",
+        "## Acceptance (issue 19, first point), from scratch",
+        "",
+        *(text for text, _ in accept),
+        f"- both parts met by {sum(met for _, met in accept)} of the {len(accept)} fits from "
+        "scratch.",
+        "",
+    ]
+    return lines
+
+
+def identifiable_facts(frame, identifiable, measured_id) -> list[str]:
+    """What the identifiable links are and what was measured on them, with counts."""
+    n_images = len(pd.unique(identifiable[["left", "right"]].to_numpy().ravel()))
+    lines = [
+        f"- identifiable links (both images seen by ≥ 2 workers): {len(identifiable)} of "
+        f"{len(frame)}, over {n_images} images.",
+    ]
+    for name, count in (("alpha", "n_same"), ("beta", "n_different")):
+        values, counts = measured_id[name], measured_id[count]
+        below = values[values < 1].sort_values()
+        symbol, pairs = ("α", "the same") if name == "alpha" else ("β", "different")
+        lines.append(
+            f"- measured {symbol} on them (pairs of {pairs} digits per worker: median "
+            f"{counts.median():.0f}, range {counts.min():.0f}–"
+            f"{counts.max():.0f}): measurable for {int(values.notna().sum())} of 48, exactly 1 "
+            f"for {int((values == 1).sum())}; below 1: "
+            + ", ".join(f"{w}: {v:.3f} of {counts.loc[w]:.0f}" for w, v in below.items())
+            + "."
+        )
+    return lines
+
+
+INTERVAL_TEXT = [
+    "**Which posterior, which interval.** (ii) is the posterior of each worker's α and β given "
+    "the fitted clusters q(z) and the identifiable links only: Beta(1 + Σ s̄ L, 1 + Σ s̄ (1 − L)) "
+    "over the worker's identifiable links, s̄ the fit's probability that the pair shares a "
+    "cluster (`LinkClustering.worker_posterior(links)`). It is what 'calibrated where links can "
+    "identify them' asks: the same links as the measured value, the clusters as the model "
+    "inferred them. (i) is the fitted q(α), q(β) from all links (`worker_posterior()`); it also "
+    "counts the links to images one worker saw, where an error is absorbed by the image's "
+    "cluster (section 3), so it answers a different question and is shown for comparison. "
+    "Most measured values are exactly 1: the posterior of a worker without error is "
+    "Beta(n + 1, 1), whose density rises to 1. The equal-tailed interval leaves 5% above its "
+    "upper end and so never contains 1 (the oracle above misses every such worker); the "
+    "highest-posterior-density interval, the standard credible interval when the mode is at "
+    "the boundary, is [0.1^(1/(n+1)), 1]. The acceptance line uses (ii) with the HPD interval, "
+    "for these reasons; every combination is in the table. "
+    "Under the flat prior the HPD interval of the oracle contains the measured value by "
+    "construction (the posterior mode is k/n), so a miss of (ii) comes from q(z) disagreeing "
+    "with the digits on the worker's identifiable pairs: the column 'pairs against the "
+    "digits' locates it.",
+]
+
+
+def knife_edge_line(n: int = 135) -> str:
+    """Why one pair against the digits costs a worker measured at exactly 1 its coverage."""
+    lower, upper = beta_credible_interval(float(n), 2.0, LEVEL, "hpd")
+    return (
+        "- A worker measured at exactly 1 on n pairs is covered only while the fit puts almost "
+        "none of those pairs against the digits: with one pair against them the posterior is "
+        "Beta(n, 2), whose density is 0 at 1, and its 90% HPD interval stops short of 1 (for "
+        f"n = {n}, [{lower:.3f}, {upper:.4f}]). So a single pair the clusters get wrong costs a "
+        "perfect worker its coverage."
+    )
+
+
+def followed_start(frame: pd.DataFrame, digits: pd.Series, groupings, workers) -> pd.Series:
+    """The true digits, except that in the tasks of ``workers`` every image takes the majority
+    digit of the group the worker put it in (their merges followed)."""
+    start = digits.copy()
+    task_worker = frame.drop_duplicates("task").set_index("task")["worker"]
+    for task, groups in groupings.groupby(level=0):
+        if task_worker[task] not in workers:
+            continue
+        items = groups.index.get_level_values(-1)
+        majority = digits.loc[items].groupby(groups.to_numpy()).agg(lambda d: d.mode()[0])
+        start.loc[items] = majority.loc[groups.to_numpy()].to_numpy()
+    return start
+
+
+def mergers_line(crowd, links, groupings, identifiable, measured_id, candidates) -> str:
+    """VB polished from the truth with the merges of the workers measured β < 0.95 followed:
+    does the model keep their merges (model) or split them again (so the fits from scratch
+    that follow them owe it to the search)? Compared with ``candidates``' fit near the truth
+    at K = 10."""
+    near_model = candidates["near the truth, K=10"][1]
+    mergers = set(measured_id.index[measured_id["beta"] < 0.95])
+    start = followed_start(crowd.links, crowd.digits, groupings, mergers)
+    model = LinkClustering(10, n_init=1, n_polish=5, random_state=0).fit(links, init=start)
+    cover = worker_interval_coverage(measured_id, model.worker_posterior(identifiable))
+    kept = ~cover["beta"].loc[sorted(mergers)]
+    return (
+        f"- The workers measured β < 0.95 ({', '.join(map(str, sorted(mergers)))}) merged groups. "
+        f"Started at the truth with their merges followed ({int((start != crowd.digits).sum())} "
+        f"images on their group's majority digit), VB and 5 polish rounds at K=10 end at ELBO "
+        f"{model.elbo_:.1f} (from the truth: {near_model.elbo_:.1f}), covering α for "
+        f"{int(cover['alpha'].sum())} and β for {int(cover['beta'].sum())} of 48. β covered "
+        f"(merge split again): {', '.join(map(str, kept.index[~kept])) or 'none'}; missed: "
+        f"{', '.join(map(str, kept.index[kept])) or 'none'}. Where the model splits a merge "
+        "near the truth with the ELBO no lower, a fit from scratch that follows it owes it to "
+        "the search (how its clusters line up across tasks), not to the model."
+    )
+
+
+def diagnosis_line(name: str, model, near_model, cover: dict, against: pd.Series) -> str:
+    """Whether a fit from scratch's misses come from its clusters (pairs against the digits)
+    and whether the model prefers it to the optimum near the truth (ELBO)."""
+    missed = ~(cover[ACCEPTED]["alpha"] & cover[ACCEPTED]["beta"])
+    by_clusters = int((against.reindex(missed.index[missed], fill_value=0.0) >= 0.5).sum())
+    gap = model.elbo_ - near_model.elbo_
+    return (
+        f"- {name}: {int(missed.sum())} workers missed for α or β, {by_clusters} of them with ≥ "
+        f"0.5 identifiable pairs against the digits; ELBO {gap:+.0f} against the optimum near "
+        f"the truth of the same K ("
+        + ("the model prefers this fit" if gap > 0 else "the search falls short of it")
+        + ")."
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--n-init", type=int, default=5, help="restarts of the from-scratch fit")
     parser.add_argument("--n-polish", type=int, default=2)
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--seeds", type=int, nargs="+", default=[0, 1, 2], help="seeds of the fits from scratch"
+    )
     parser.add_argument(
         "--clusters", type=int, nargs="+", default=[10, 15], help="K of the fits in section 5"
     )
@@ -155,9 +542,9 @@ def main() -> None:
     lines += machine_lines() + [f"- command: `{command_line()}`", ""]
 
     crowd = load_semicrowd_mnist()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DataWarning)  # the one repeated pair, kept
-        links = crowd.to_links()
+    # the one repeated pair, kept (also in the subsets of the links given to worker_posterior)
+    warnings.simplefilter("ignore", DataWarning)
+    links = crowd.to_links()
     frame, digits = crowd.links, crowd.digits
     measured = link_worker_accuracy(frame, digits)
     groupings = task_groupings(frame)
@@ -171,7 +558,7 @@ def main() -> None:
     pairs = members[["task", "item"]].drop_duplicates()
     pairs = pairs.merge(pairs, on="item")
     task_pairs = pairs[pairs["task_x"] < pairs["task_y"]].groupby(["task_x", "task_y"]).size()
-    same = digits.loc[frame["left"]].to_numpy() == digits.loc[frame["right"]].to_numpy()
+    same = same_digit(frame, digits)
     must = frame["label"].to_numpy() == 1
     touches_shared = shared.loc[frame["left"]].to_numpy() | shared.loc[frame["right"]].to_numpy()
     per_worker = (
@@ -216,13 +603,8 @@ def main() -> None:
     ]
 
     # ------------------------------------------------------------------ 2. oracle
-    worker_codes = pd.Index(links.worker_ids).get_indexer(frame["worker"])
-    stats = two_coin_statistics(
-        same.astype(float), worker_codes, frame["label"].to_numpy(), links.n_workers
-    )
     rows = {}
-    for name, counts in zip(("alpha", "beta"), stats, strict=True):
-        post = two_coin_posterior(np.array([1.0, 1.0]), counts)
+    for name, post in oracle_params(frame, digits, links.worker_ids).items():
         total = post.sum(axis=1)
         rows[name] = post[:, 0] / total
         rows[f"{name}_sd"] = np.sqrt(post[:, 0] * post[:, 1] / (total**2 * (total + 1)))
@@ -337,15 +719,14 @@ def main() -> None:
             )
         )
         start = time.perf_counter()
-        scratch = LinkClustering(
-            k, n_init=args.n_init, n_polish=args.n_polish, random_state=args.seed
-        ).fit(links)
+        scratch = fit_scratch(links, k, args.seeds[0], args)
         seconds = time.perf_counter() - start
         fits[k] = scratch, scores(crowd, measured, groupings, scratch)
         near[k] = polished, scores(crowd, measured, groupings, polished)
         lines.append(
             score_line(
-                f"K={k}: from scratch, n_init={args.n_init}, n_polish={args.n_polish} "
+                f"K={k}: from scratch, seed {args.seeds[0]}, n_init={args.n_init}, "
+                f"n_polish={args.n_polish} "
                 f"({scratch.n_clusters_used_} clusters used)",
                 fits[k][1],
                 seconds,
@@ -354,11 +735,8 @@ def main() -> None:
     coarse = sorted(fits)
     if len(coarse) >= 2:  # the smallest K again, started from the largest K's biggest clusters
         small, large = coarse[0], coarse[-1]
-        assigned = fits[large][0].assignments_  # clusters numbered by decreasing size
         start = time.perf_counter()
-        reduced = LinkClustering(small, n_init=3, n_polish=args.n_polish, random_state=0).fit(
-            links, init=assigned.where(assigned < small)
-        )
+        reduced = fit_reduced(links, small, fits[large][0], args.n_polish)
         fits[f"{small} from {large}"] = reduced, scores(crowd, measured, groupings, reduced)
         near[f"{small} from {large}"] = near[small]
         lines.append(
@@ -395,17 +773,9 @@ def main() -> None:
         "search most of the alignment problem (section 'Search' of the module docstring).",
         preferred_line(fits, near),
         "",
-        "## Acceptance (issue 6, first point), from scratch",
         "",
     ]
-    for k, (_, s) in fits.items():
-        nmi_met = "met" if s["inferred_nmi"] >= s["raw_nmi"] else "not met"
-        r_met = "met" if min(s["alpha_r"], s["beta_r"]) >= 0.8 else "not met"
-        lines += [
-            f"- K={k}: per-task NMI {s['inferred_nmi']:.4f} vs workers' own "
-            f"{s['raw_nmi']:.4f}: {nmi_met}; α r {s['alpha_r']:.3f}, β r {s['beta_r']:.3f} "
-            f"(≥ 0.8 each): {r_met}",
-        ]
+    lines += calibration_section(crowd, links, measured, groupings, fits, near, args)
     lines.append("")
     text = "\n".join(lines)
     write_report(args.output, text)

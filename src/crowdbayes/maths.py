@@ -7,7 +7,7 @@ edge, when results are handed back to the user.
 from __future__ import annotations
 
 import numpy as np
-from scipy import stats
+from scipy import optimize, stats
 from scipy.special import digamma, gammaln
 
 __all__ = [
@@ -22,6 +22,9 @@ __all__ = [
     "gumbel_max_sample",
     "log_dirichlet_sample",
     "beta_interval",
+    "beta_central_interval",
+    "beta_hpd_interval",
+    "beta_credible_interval",
     "dirichlet_marginal_summary",
 ]
 
@@ -147,7 +150,70 @@ def dirichlet_marginal_summary(concentration: np.ndarray, level: float):
     rest = total - concentration
     mean = concentration / total
     sd = np.sqrt(mean * (1 - mean) / (total + 1))
-    tail = (1 - level) / 2
-    lower = stats.beta.ppf(tail, concentration, rest)
-    upper = stats.beta.ppf(1 - tail, concentration, rest)
+    lower, upper = beta_central_interval(concentration, rest, level)
     return mean, sd, lower, upper, level
+
+
+def beta_central_interval(a, b, level: float) -> tuple[np.ndarray, np.ndarray]:
+    r"""Equal-tailed ``level`` interval :math:`[F^{-1}(\tfrac{1-p}{2}), F^{-1}(\tfrac{1+p}{2})]`
+    of Beta(a, b) (elementwise over broadcast ``a``, ``b``).
+
+    It leaves mass :math:`(1-p)/2` on each side, so it never reaches 0 or 1, even when the
+    density is highest there (e.g. Beta(n + 1, 1) after n successes in n trials).
+    """
+    tail = (1 - level) / 2
+    return stats.beta.ppf(tail, a, b), stats.beta.ppf(1 - tail, a, b)
+
+
+def beta_hpd_interval(a, b, level: float) -> tuple[np.ndarray, np.ndarray]:
+    r"""Highest-posterior-density ``level`` interval of Beta(a, b) (elementwise over broadcast
+    ``a``, ``b``): the shortest interval of mass ``level``, the set :math:`\{x : f(x) \ge c\}`
+    of a unimodal density f.
+
+    * :math:`a > 1, b > 1` (mode inside): :math:`[l, u]` with :math:`F(u) - F(l) = p` and
+      :math:`f(l) = f(u)`. Writing :math:`l = F^{-1}(t)`, :math:`u = F^{-1}(t + p)`,
+      :math:`g(t) = f(l) - f(u)` is :math:`-f(u) < 0` at :math:`t = 0` (:math:`f(0) = 0`) and
+      :math:`f(l) > 0` at :math:`t = 1 - p` (:math:`f(1) = 0`), and changes sign once (negative
+      while :math:`u` is left of the mode, positive once :math:`l` is right of it, increasing in
+      between), so Brent's method finds the unique root.
+    * :math:`a \ge 1 \ge b`, not both 1 (f non-decreasing, mode at 1):
+      :math:`[F^{-1}(1 - p), 1]`.
+    * :math:`a \le 1 \le b`, not both 1 (f non-increasing, mode at 0): :math:`[0, F^{-1}(p)]`.
+    * :math:`a = b = 1` (uniform): every interval of length p is one; the central one is
+      returned.
+    * :math:`a < 1, b < 1` (U-shaped): the HPD set is two intervals, one at each end, not an
+      interval: NaN.
+    """
+    a, b = np.broadcast_arrays(np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64))
+    lower, upper = np.empty(a.shape), np.empty(a.shape)
+    for index in np.ndindex(a.shape):
+        lower[index], upper[index] = _beta_hpd_scalar(float(a[index]), float(b[index]), level)
+    return lower, upper
+
+
+def _beta_hpd_scalar(a: float, b: float, level: float) -> tuple[float, float]:
+    """:func:`beta_hpd_interval` of one Beta(a, b)."""
+    dist = stats.beta(a, b)
+    if a == 1 and b == 1:
+        return (1 - level) / 2, (1 + level) / 2
+    if a < 1 and b < 1:
+        return np.nan, np.nan
+    if a >= 1 and b <= 1:
+        return float(dist.ppf(1 - level)), 1.0
+    if a <= 1 and b >= 1:
+        return 0.0, float(dist.ppf(level))
+
+    def gap(t: float) -> float:
+        return float(dist.pdf(dist.ppf(t)) - dist.pdf(dist.ppf(min(t + level, 1.0))))
+
+    t = optimize.brentq(gap, 0.0, 1.0 - level, xtol=1e-14, rtol=1e-12)
+    return float(dist.ppf(t)), float(dist.ppf(min(t + level, 1.0)))
+
+
+def beta_credible_interval(a, b, level: float, kind: str = "hpd"):
+    """The ``level`` credible interval of Beta(a, b) of ``kind`` ``"hpd"``
+    (:func:`beta_hpd_interval`) or ``"central"`` (:func:`beta_central_interval`)."""
+    intervals = {"hpd": beta_hpd_interval, "central": beta_central_interval}
+    if kind not in intervals:
+        raise ValueError(f"kind must be one of {sorted(intervals)}; got {kind!r}")
+    return intervals[kind](a, b, level)

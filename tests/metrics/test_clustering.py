@@ -12,9 +12,12 @@ from crowdbayes.metrics.clustering import (
     adjusted_rand_index,
     contingency_table,
     link_worker_accuracy,
+    links_between_items_seen_by,
     mutual_information,
     normalized_mutual_info,
     unsupervised_accuracy,
+    worker_interval_coverage,
+    workers_per_item,
 )
 
 
@@ -106,6 +109,45 @@ def test_link_worker_accuracy_counts():
     assert out.loc["v", "n_different"] == 0 and out.loc["u", "n_same"] == 2
     with pytest.raises(ValueError, match=r"1 linked item\(s\) have no true cluster"):
         link_worker_accuracy(links, truth.drop("d"))
+
+
+def test_links_between_items_seen_by_two_workers():
+    # u sees a, b, c; v sees b, c, d (twice: repeats count once); w sees c, e
+    links = pd.DataFrame(
+        {
+            "who": ["u", "u", "u", "v", "v", "v", "w"],
+            "left": ["a", "a", "b", "b", "c", "d", "c"],
+            "right": ["b", "c", "c", "c", "d", "c", "e"],
+            "label": [1, 0, 0, 1, 1, 1, 0],
+        }
+    )
+    counts = workers_per_item(links, worker="who")
+    assert counts.to_dict() == {"a": 1, "b": 2, "c": 3, "d": 1, "e": 1}
+    mask = links_between_items_seen_by(links, worker="who")
+    # only the pair (b, c) has both items seen by two workers or more
+    assert mask.tolist() == [False, False, True, True, False, False, False]
+    three = links_between_items_seen_by(links, 3, worker="who")
+    assert not three.any()
+    assert links_between_items_seen_by(links, 1, worker="who").all()
+
+
+def test_worker_interval_coverage_includes_the_ends_and_refuses_nan():
+    measured = pd.DataFrame({"alpha": [1.0, 0.5, np.nan], "beta": [0.9, 0.3, 1.0]}, index=[3, 1, 2])
+    intervals = pd.DataFrame(
+        {
+            "alpha_lower": [0.6, 0.8, 0.9],
+            "alpha_upper": [1.0, 1.0, 1.0],
+            "beta_lower": [0.3, 0.5, 0.0],
+            "beta_upper": [0.9, 0.6, 0.9],
+        },
+        index=[1, 2, 3],
+    )
+    covered = worker_interval_coverage(measured, intervals)
+    assert list(covered.index) == [3, 1, 2]
+    # worker 3: both at an upper end; worker 1: α below, β at the lower end of its own row
+    # (not of the second row); worker 2: α not measured, β above
+    assert covered["alpha"].tolist() == [True, False, False]
+    assert covered["beta"].tolist() == [True, True, False]
 
 
 def test_per_task_nmi_scores_each_task_on_its_own_items():

@@ -32,6 +32,9 @@ __all__ = [
     "adjusted_rand_index",
     "unsupervised_accuracy",
     "link_worker_accuracy",
+    "workers_per_item",
+    "links_between_items_seen_by",
+    "worker_interval_coverage",
     "per_task_nmi",
     "misgrouped_items",
 ]
@@ -221,6 +224,59 @@ def link_worker_accuracy(
     )
     out.index.name = "worker"
     return out
+
+
+def workers_per_item(
+    links: pd.DataFrame, *, worker: str = "worker", left: str = "left", right: str = "right"
+) -> pd.Series:
+    """How many different workers judged a link touching each item (index: item id)."""
+    seen = pd.concat(
+        [
+            pd.DataFrame({"worker": links[worker].to_numpy(), "item": links[side].to_numpy()})
+            for side in (left, right)
+        ]
+    )
+    return seen.drop_duplicates().groupby("item")["worker"].size().rename("n_workers")
+
+
+def links_between_items_seen_by(
+    links: pd.DataFrame,
+    min_workers: int = 2,
+    *,
+    worker: str = "worker",
+    left: str = "left",
+    right: str = "right",
+) -> np.ndarray:
+    r"""Boolean mask of the links whose two items were each seen by at least ``min_workers``
+    workers (:func:`workers_per_item`).
+
+    With ``min_workers = 2`` these are the links on which a worker's errors can show at all: an
+    item seen by one worker only fits that worker's links perfectly in the cluster of the group
+    the worker put it in, so an error there looks like the item's cluster rather than the
+    worker's (the identifiability note of :mod:`crowdbayes.models.clustering.link_clustering`).
+    Both items must pass, since the judgment is about the pair. Seen by two workers, an item's
+    cluster is still one worker's word against the other's unless the rest of the links pin
+    the clusters of both groups.
+    """
+    counts = workers_per_item(links, worker=worker, left=left, right=right)
+    seen = counts >= min_workers
+    return seen.loc[links[left]].to_numpy() & seen.loc[links[right]].to_numpy()
+
+
+def worker_interval_coverage(measured: pd.DataFrame, intervals: pd.DataFrame) -> pd.DataFrame:
+    """Per worker: whether the measured ``alpha`` and ``beta`` (e.g. from
+    :func:`link_worker_accuracy`) lie in the intervals ``alpha_lower`` … ``beta_upper`` (e.g.
+    from :meth:`~crowdbayes.models.clustering.LinkClustering.worker_posterior`), ends included
+    up to rounding (1e-12). Rows follow ``measured``; a worker with nothing measured (NaN) or
+    no interval counts as not covered."""
+    intervals = intervals.reindex(measured.index)
+    return pd.DataFrame(
+        {
+            name: (measured[name] >= intervals[f"{name}_lower"] - 1e-12)
+            & (measured[name] <= intervals[f"{name}_upper"] + 1e-12)
+            for name in ("alpha", "beta")
+        }
+    )
 
 
 def per_task_nmi(groupings: pd.Series, truth: pd.Series, assignments: pd.Series) -> pd.DataFrame:

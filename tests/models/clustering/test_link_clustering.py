@@ -253,6 +253,52 @@ def test_only_linked_items_are_assigned():
     np.testing.assert_allclose(model.probas_.sum(axis=1), 1.0)
 
 
+def test_worker_posterior_all_links_and_a_subset_by_hand():
+    model = LinkClustering(
+        2, prior_alpha=tuple(PRIOR_A), prior_beta=tuple(PRIOR_B), n_init=2, random_state=0
+    ).fit(TINY)
+    pairs = model.assignments_
+    assert pairs[0] == pairs[1] != pairs[2] == pairs[3]
+    assert model.probas_.max(axis=1).min() > 0.99  # q(z) all but hard
+    fitted = model.worker_posterior(interval="central")
+    np.testing.assert_allclose(fitted[["alpha_a", "alpha_b"]], model.worker_params_.iloc[:, :2])
+    for column in ("alpha", "alpha_lower", "alpha_upper", "beta", "beta_lower", "beta_upper"):
+        np.testing.assert_allclose(fitted[column], model.workers_[column])
+    # worker 1's links: (0, 1) must-link in one cluster; (1, 2) must-link and (0, 3)
+    # cannot-link across the two. Every link counts with weight s_ij = r_i·r_j towards α and
+    # 1 − s_ij towards β: α ~ Beta(2 + s01 + s12, 1 + s03),
+    # β ~ Beta(1.5 + (1 − s03), 1 + (1 − s01) + (1 − s12)); about Beta(3, 1), Beta(2.5, 2)
+    r = model.probas_.to_numpy()
+    s01, s12, s03 = r[0] @ r[1], r[1] @ r[2], r[0] @ r[3]
+    subset = model.worker_posterior(TINY[TINY["worker"] == 1])
+    expected = [2 + s01 + s12, 1 + s03, 2.5 - s03, 3 - s01 - s12]
+    np.testing.assert_allclose(subset.loc[1, ["alpha_a", "alpha_b", "beta_a", "beta_b"]], expected)
+    np.testing.assert_allclose(expected, [3, 1, 2.5, 2], atol=2e-2)
+    np.testing.assert_allclose(
+        subset.loc[1, ["n_same", "n_different"]], [s01 + s12 + s03, 3 - s01 - s12 - s03]
+    )
+    # worker 0 has no link in the subset: the prior, nothing counted
+    np.testing.assert_allclose(subset.loc[0, ["alpha_a", "alpha_b"]], PRIOR_A)
+    assert subset.loc[0, "n_same"] == 0 and subset.loc[0, "n_different"] == 0
+    # the density of α rises almost to 1: the HPD interval ends within 1e-3 of 1, the central
+    # one well below
+    assert subset.loc[1, "alpha_upper"] > 1 - 1e-3
+    central = model.worker_posterior(TINY[TINY["worker"] == 1], interval="central")
+    assert central.loc[1, "alpha_upper"] < 0.99
+    with pytest.raises(ValueError, match="level must be in"):
+        model.worker_posterior(level=1.0)
+    with pytest.raises(ValueError, match="kind must be one of"):
+        model.worker_posterior(interval="equal")
+    with pytest.raises(ValueError, match="items were not in the fit"):
+        model.worker_posterior(
+            pd.DataFrame({"worker": [1], "left": [0], "right": [9], "label": [1]})
+        )
+    with pytest.raises(ValueError, match="workers were not in the fit"):
+        model.worker_posterior(
+            pd.DataFrame({"worker": [5], "left": [0], "right": [1], "label": [1]})
+        )
+
+
 def test_colouring_is_proper():
     rng = np.random.default_rng(2)
     left, right = rng.integers(30, size=(2, 200))
@@ -540,3 +586,48 @@ def test_real_annotations_issue_acceptance(semicrowd, real_fit):
     scores = real_data_scores(crowd, measured, groupings, real_fit)
     assert scores["alpha_r"] >= 0.8 and scores["beta_r"] >= 0.8
     assert scores["inferred_nmi"] >= scores["raw_nmi"]
+
+
+def identifiable_coverage(crowd, model) -> tuple[int, int]:
+    """Workers whose α (and β) measured on the links between images seen by ≥ 2 workers lie
+    in the 90% HPD interval of the posterior given the fitted q(z) on those links."""
+    from crowdbayes.metrics.clustering import (
+        link_worker_accuracy,
+        links_between_items_seen_by,
+        worker_interval_coverage,
+    )
+
+    identifiable = crowd.links[links_between_items_seen_by(crowd.links)]
+    measured = link_worker_accuracy(identifiable, crowd.digits)
+    posterior = model.worker_posterior(identifiable, level=0.9, interval="hpd")
+    covered = worker_interval_coverage(measured, posterior)
+    return int(covered["alpha"].sum()), int(covered["beta"].sum())
+
+
+@pytest.mark.slow
+@pytest.mark.filterwarnings("ignore::crowdbayes.exceptions.DataWarning")  # the repeat
+def test_real_annotations_calibrated_where_identifiable_near_the_truth(semicrowd, truth_fit):
+    """At the model's optimum near the truth the worker posteriors given q(z) on the
+    identifiable links cover the measured α and β (measured: 46 and 45 of 48)."""
+    crowd = semicrowd[0]
+    n_alpha, n_beta = identifiable_coverage(crowd, truth_fit)
+    assert n_alpha >= 43 and n_beta >= 43
+
+
+@pytest.mark.slow
+@pytest.mark.filterwarnings("ignore::crowdbayes.exceptions.DataWarning")  # the repeat
+@pytest.mark.xfail(
+    strict=True,
+    reason="issue 19 first point not met from scratch: at K = 15 (per-task NMI 0.9811 ≥ "
+    "0.9822 − 0.005) the HPD intervals cover α for 47 but β for only 39 of 48 workers: the fit "
+    "follows the merges of workers 26, 34, 36 on identifiable pairs (split again near the truth "
+    "for 26 and 34) and puts 1–2 pairs of six perfect workers against the digits; at K = 10 the "
+    "search falls short of the optimum near the truth (benchmarks/results/cluster_semicrowd.md)",
+)
+def test_real_annotations_issue19_acceptance(semicrowd):
+    crowd, links, measured, groupings = semicrowd
+    model = LinkClustering(15, n_init=5, n_polish=2, random_state=0).fit(links)
+    scores = real_data_scores(crowd, measured, groupings, model)
+    assert scores["inferred_nmi"] >= scores["raw_nmi"] - 0.005
+    n_alpha, n_beta = identifiable_coverage(crowd, model)
+    assert n_alpha >= 43 and n_beta >= 43

@@ -21,7 +21,11 @@ somebody else also judged. An item that one worker put in the wrong group and no
 fits the links perfectly in the cluster of that group, so VB puts it there instead of charging
 the worker an error; on data where most errors are of this kind, :math:`\alpha` is not
 identifiable from links while :math:`\beta` is. Measurements on the real MNIST annotations are
-in ``benchmarks/results/cluster_link_vb_notes.md``.
+in ``benchmarks/results/cluster_link_vb_notes.md``. :meth:`LinkClustering.worker_posterior`
+gives each worker's posterior given the fitted q(z) on a chosen subset of the links, e.g. those
+between items seen by two workers or more
+(:func:`crowdbayes.metrics.clustering.links_between_items_seen_by`), where the workers can be
+judged (``benchmarks/results/cluster_semicrowd.md``, section 6).
 
 References
 ----------
@@ -37,7 +41,12 @@ import numpy as np
 import pandas as pd
 
 from ..._utils import RandomState, spawn_generators
-from ...annotators.two_coin import link_message_weights, two_coin_expectations
+from ...annotators.two_coin import (
+    link_message_weights,
+    two_coin_expectations,
+    two_coin_posterior,
+    two_coin_statistics,
+)
 from ...base import (
     NON_NEGATIVE_INT,
     OPEN_UNIT,
@@ -51,7 +60,7 @@ from ...base import (
 from ...data.io import TableLike
 from ...data.links import Links, as_links
 from ...exceptions import ConvergenceWarning
-from ...maths import dirichlet_expected_log, dirichlet_marginal_summary
+from ...maths import beta_credible_interval, dirichlet_expected_log, dirichlet_marginal_summary
 from .link_graph import LinkGraph
 from .link_search import block_search, contraction_start, greedy_start, kempe_search
 from .link_vb import LinkStatistics, LinkVBState, iterate_link_vb, soften
@@ -118,7 +127,11 @@ class LinkClustering(Estimator):
     workers_ : DataFrame
         Per worker (index: worker id): ``alpha``, ``alpha_sd``, ``alpha_lower``,
         ``alpha_upper``, the same for ``beta`` (posterior mean, sd, central interval), and
-        ``n_links``.
+        ``n_links``. :meth:`worker_posterior` gives the Beta parameters, HPD intervals, and the
+        posterior given the fitted clusters on a subset of the links.
+    worker_params_ : DataFrame
+        Per worker: the Beta parameters of q(α_m) (``alpha_a``, ``alpha_b``) and q(β_m)
+        (``beta_a``, ``beta_b``).
     n_clusters_used_ : int
         Clusters that are the most probable cluster of at least one item.
     elbo_ : float
@@ -234,7 +247,100 @@ class LinkClustering(Estimator):
         self.check_is_fitted()
         return self.probas_
 
+    def worker_posterior(
+        self,
+        links: Links | TableLike | None = None,
+        *,
+        level: float | None = None,
+        interval: str = "hpd",
+    ) -> pd.DataFrame:
+        r"""Every worker's Beta posterior of α and β, with credible intervals.
+
+        Without ``links``: the fitted factors :math:`q(\alpha_m) = \mathrm{Beta}(a_m)`,
+        :math:`q(\beta_m) = \mathrm{Beta}(b_m)` (``worker_params_``). With ``links`` (a set
+        :math:`S` of links between fitted items, e.g. a subset of the fitted links): the
+        posterior of :math:`\alpha_m, \beta_m` given the fitted q(z) and these links only,
+
+        .. math::
+            a_m = a^0 + \sum_{l \in S_m} \bar s_l\,(L_l,\; 1 - L_l), \qquad
+            b_m = b^0 + \sum_{l \in S_m} (1 - \bar s_l)\,(1 - L_l,\; L_l), \qquad
+            \bar s_l = r_i^\top r_j,
+
+        the fit's conjugate update (:func:`~crowdbayes.models.clustering.link_vb.
+        link_global_update`) with its sums restricted to :math:`S`: what those links say about
+        each worker once the clusters are taken from the fit. A worker with no link in
+        :math:`S` keeps the prior.
+
+        Parameters
+        ----------
+        links : Links, DataFrame or path, optional
+            Links between fitted items by fitted workers (columns ``worker, left, right,
+            label``); None for the fitted factors.
+        level : float, optional
+            Mass of the intervals, in (0, 1) (default ``credible_level``).
+        interval : {"hpd", "central"}
+            Highest-density or equal-tailed intervals
+            (:func:`~crowdbayes.maths.beta_credible_interval`). When a worker made no error the
+            density of α peaks at 1: the HPD interval then ends at 1, the central one never
+            does.
+
+        Returns
+        -------
+        DataFrame indexed by worker: for ``alpha`` and ``beta`` the Beta parameters
+        (``alpha_a``, ``alpha_b``), the mean (``alpha``) and the interval (``alpha_lower``,
+        ``alpha_upper``); and the expected pair counts behind them, ``n_same``
+        (:math:`\sum \bar s_l`) and ``n_different`` (:math:`\sum 1 - \bar s_l`).
+        """
+        self.check_is_fitted()
+        level = self.credible_level if level is None else level
+        if not 0 < level < 1:
+            raise ValueError(f"level must be in (0, 1); got {level!r}")
+        _, prior_alpha, prior_beta = self._priors()
+        params = self.worker_params_.to_numpy()
+        if links is None:
+            alpha, beta = params[:, :2], params[:, 2:]
+        else:
+            alpha_counts, beta_counts = self._link_counts(links)
+            alpha = two_coin_posterior(prior_alpha, alpha_counts)
+            beta = two_coin_posterior(prior_beta, beta_counts)
+        columns = {}
+        for name, rows in (("alpha", alpha), ("beta", beta)):
+            lower, upper = beta_credible_interval(rows[:, 0], rows[:, 1], level, interval)
+            columns |= {
+                f"{name}_a": rows[:, 0],
+                f"{name}_b": rows[:, 1],
+                name: rows[:, 0] / rows.sum(axis=1),
+                f"{name}_lower": lower,
+                f"{name}_upper": upper,
+            }
+        columns["n_same"] = alpha.sum(axis=1) - prior_alpha.sum()
+        columns["n_different"] = beta.sum(axis=1) - prior_beta.sum()
+        return pd.DataFrame(columns, index=self.worker_params_.index)
+
     # ---------------------------------------------------------------------------- internals
+    def _link_counts(self, links: Links | TableLike) -> tuple[np.ndarray, np.ndarray]:
+        """The two-coin counts (:func:`~crowdbayes.annotators.two_coin.two_coin_statistics`)
+        of ``links`` under the fitted q(z), one row per fitted worker."""
+        links = as_links(links)
+        items = self.probas_.index.get_indexer(links.item_ids)
+        workers = self.workers_.index.get_indexer(links.worker_ids)
+        for what, codes, ids in (
+            ("items", items, links.item_ids),
+            ("workers", workers, links.worker_ids),
+        ):
+            if (codes < 0).any():
+                raise ValueError(
+                    f"links: {int((codes < 0).sum())} {what} were not in the fit (first: "
+                    f"{ids[codes < 0][0]!r})"
+                )
+        resp = self.probas_.to_numpy()
+        agreement = np.einsum(
+            "lk,lk->l", resp[items[links.left_codes]], resp[items[links.right_codes]]
+        )
+        return two_coin_statistics(
+            agreement, workers[links.worker_codes], links.labels, len(self.workers_)
+        )
+
     def _initial_resp(self, init: pd.Series, ids: pd.Index, k: int):
         """``start(rng) -> resp``: q(z) of the items ``ids`` from the user's starting clusters
         ``init``, items missing from it drawn at random from ``rng``."""
@@ -348,6 +454,11 @@ class LinkClustering(Estimator):
         self.prevalence_ = pd.Series(prevalence / prevalence.sum(), index=clusters, name="share")
         self.n_clusters_used_ = int(self.assignments_.nunique())
         self.workers_ = self._worker_table(worker_ids, worker_links, state)
+        self.worker_params_ = pd.DataFrame(
+            np.hstack([state.alpha, state.beta]),
+            index=self.workers_.index,
+            columns=["alpha_a", "alpha_b", "beta_a", "beta_b"],
+        )
         self.elbo_history_ = run.history
         self.elbo_ = run.history[-1]
         self.n_iter_, self.converged_ = run.n_iter, run.converged
