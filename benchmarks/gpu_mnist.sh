@@ -40,7 +40,12 @@ if ! py=$(cuda_python); then
         "per epoch)." >&2
     exit 2
 fi
-export CROWDBAYES_DATA="${CROWDBAYES_DATA:-$PWD/.gpudata}"
+if [ -z "${CROWDBAYES_DATA:-}" ]; then
+    export CROWDBAYES_DATA="$PWD/.gpudata"
+    # the data root must look like ../shared/data (labels/, prefs/, clustering/); only
+    # clustering/mnist travels, so the other two are made empty here
+    mkdir -p "$CROWDBAYES_DATA/labels" "$CROWDBAYES_DATA/prefs"
+fi
 if [ ! -f "$CROWDBAYES_DATA/clustering/mnist/t10k-images-idx3-ubyte.gz" ]; then
     echo "gpu_mnist.sh: no MNIST test images under CROWDBAYES_DATA=$CROWDBAYES_DATA" \
         "(clustering/mnist/t10k-*-idx*-ubyte.gz); copy them to .gpudata/clustering/mnist" >&2
