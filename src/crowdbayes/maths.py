@@ -19,6 +19,7 @@ __all__ = [
     "dirichlet_log_normalizer",
     "dirichlet_kl",
     "safe_log",
+    "finite_sum",
     "gumbel_max_sample",
     "log_dirichlet_sample",
     "beta_interval",
@@ -27,6 +28,11 @@ __all__ = [
     "beta_credible_interval",
     "dirichlet_marginal_summary",
 ]
+
+
+def finite_sum(values: np.ndarray) -> float:
+    """The sum of the finite entries (``log 0 = -inf`` terms of a log-prior left out)."""
+    return float(values[np.isfinite(values)].sum())
 
 
 def safe_log(x: np.ndarray) -> np.ndarray:

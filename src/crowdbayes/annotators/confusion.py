@@ -18,6 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..data import Labels
+from ..maths import finite_sum
 
 __all__ = [
     "label_log_likelihood",
@@ -123,15 +124,18 @@ def one_coin_map(statistics: np.ndarray, pseudo_counts: float) -> np.ndarray:
     return accuracy[:, None, None] * eye + off[:, None, None] * (1.0 - eye)
 
 
-def _finite_sum(values: np.ndarray) -> float:
-    return float(values[np.isfinite(values)].sum())
-
-
-def full_confusion_log_prior(confusion: np.ndarray, pseudo_counts: float) -> float:
-    """log density (up to a constant) of the Dirichlet(a + 1) rows that :func:`full_confusion_map`
-    maximises: ``a Σ log θ``."""
-    with np.errstate(divide="ignore"):
-        return pseudo_counts * _finite_sum(np.log(confusion))
+def full_confusion_log_prior(
+    log_confusion: np.ndarray, pseudo_counts: float, diagonal: float = 0.0
+) -> float:
+    """log density (up to a constant) of the Dirichlet(a + 1 + d [x = k]) rows whose mode
+    :func:`full_confusion_map` gives when ``d`` is added to the diagonal statistics:
+    ``Σ_{j,k,x} (a + d [x = k]) log θ_{jkx}``, from ``log θ`` (cells at ``log 0`` can only
+    occur where their pseudo-count is 0, and add nothing)."""
+    finite = np.where(np.isfinite(log_confusion), log_confusion, 0.0)
+    value = pseudo_counts * float(finite.sum())
+    if diagonal:
+        value += diagonal * float(np.trace(finite, axis1=1, axis2=2).sum())
+    return value
 
 
 def one_coin_log_prior(confusion: np.ndarray, pseudo_counts: float) -> float:
@@ -139,4 +143,4 @@ def one_coin_log_prior(confusion: np.ndarray, pseudo_counts: float) -> float:
     maximises: ``a Σ_j [log p_j + log(1 − p_j)]``."""
     accuracy = confusion[:, 0, 0]
     with np.errstate(divide="ignore"):
-        return pseudo_counts * _finite_sum(np.log(accuracy) + np.log1p(-accuracy))
+        return pseudo_counts * finite_sum(np.log(accuracy) + np.log1p(-accuracy))

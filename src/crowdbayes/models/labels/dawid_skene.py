@@ -12,7 +12,7 @@ from ...annotators import (
 )
 from ...base import NON_NEGATIVE, POSITIVE_INT, TOLERANCE
 from ...inference.statistics import Globals, Stats
-from ...maths import safe_log
+from ...maths import finite_sum, safe_log
 from ._confusion import ConfusionStatsModel, with_logs
 
 __all__ = ["DawidSkene"]
@@ -137,12 +137,16 @@ class DawidSkene(ConfusionStatsModel):
 
     def objective(self, stats: Stats, before: Globals, after: Globals) -> float:
         """Log-posterior of the globals ``before`` (the ones the E-step used)."""
-        confusion_log_prior = one_coin_log_prior if self.one_coin else full_confusion_log_prior
-        log_prior = before["log_prevalence"]
-        value = stats["log_evidence"] + confusion_log_prior(before["confusion"], self.smoothing)
-        diagonal = np.diagonal(before["log_confusion"], axis1=1, axis2=2)
-        value += self.diagonal_smoothing * float(diagonal[np.isfinite(diagonal)].sum())
-        return value + self.prevalence_smoothing * float(log_prior[np.isfinite(log_prior)].sum())
+        if self.one_coin:
+            confusion_prior = one_coin_log_prior(before["confusion"], self.smoothing)
+            diagonal = np.diagonal(before["log_confusion"], axis1=1, axis2=2)
+            confusion_prior += self.diagonal_smoothing * finite_sum(diagonal)
+        else:
+            confusion_prior = full_confusion_log_prior(
+                before["log_confusion"], self.smoothing, self.diagonal_smoothing
+            )
+        prevalence_prior = self.prevalence_smoothing * finite_sum(before["log_prevalence"])
+        return stats["log_evidence"] + confusion_prior + prevalence_prior
 
     def new_worker_rows(self, n_classes: int) -> np.ndarray:
         """Uniform confusion rows for a worker first seen in a warm start: no weight in the first
