@@ -110,7 +110,7 @@ from ....annotators.two_coin import (
     two_coin_kl,
     two_coin_statistics,
 )
-from ....base import OPEN_UNIT, POSITIVE, POSITIVE_INT, Interval, PositivePair
+from ....base import OPEN_UNIT, POSITIVE, POSITIVE_INT, Interval, Options, PositivePair
 from ....maths import dirichlet_expected_log, dirichlet_kl, dirichlet_marginal_summary
 from ._base import DeepClusteringBase
 from ._conjugate import (
@@ -124,7 +124,7 @@ from ._conjugate import (
 )
 from ._cuda_graph import MeanFieldGraph
 from ._data import LinkData, ObservedData, csr_rows, row_chunks, to_device, to_host
-from ._networks import Decoder, GaussianHead
+from ._networks import Decoder, GaussianHead, mlp
 from .meanfield import (
     gaussian_expected_loglik,
     gaussian_posterior,
@@ -150,6 +150,39 @@ def _kmeanspp(points: np.ndarray, k: int, rng: np.random.Generator) -> np.ndarra
         chosen.append(nxt)
         dist = np.minimum(dist, ((points - points[nxt]) ** 2).sum(axis=1))
     return points[chosen]
+
+
+#: ``cluster_head="auto"`` uses the head when the linked items have fewer links each than this
+#: on average (faces by pose: 3.3 at 1,000 links, 6.4 at 2,000; the pinwheel of the command
+#: line: 19.6; MNIST tasks in the real scheme: 35): benchmarks/results/cluster_defaults.md §7
+SPARSE_LINKS_PER_ITEM = 10.0
+
+
+def links_per_linked_item(links: LinkData) -> float:
+    """Mean number of links of the items that at least one link names."""
+    linked = np.unique(np.concatenate([links.left, links.right])).size
+    return 2.0 * links.n_links / max(linked, 1)
+
+
+def through_head(resp: torch.Tensor, head: torch.Tensor) -> torch.Tensor:
+    r""":math:`q(z)` of the local mean field with gradients that reach the head only:
+    :math:`\mathrm{softmax}(\log r - \bar g + g)` equals ``resp`` (``r`` came from logits that
+    include the detached head :math:`\bar g`), and its derivative in :math:`g` is that of
+    :math:`\mathrm{softmax}(\eta + g)` at the fixed rest :math:`\eta` of the logits."""
+    logits = torch.log(resp.clamp_min(1e-30)) + (head - head.detach())
+    return torch.softmax(logits, dim=-1)
+
+
+def head_centres(emb: np.ndarray, resp: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """Component means from the head's clustering of the embedding: the ``resp``-weighted
+    mean of the rows of ``emb`` per cluster, or a k-means++ pick for clusters holding less
+    than one item's weight."""
+    mass = resp.sum(axis=0)
+    centres = (resp.T @ emb) / np.maximum(mass, 1e-12)[:, None]
+    empty = mass < 1.0
+    if empty.any():
+        centres[empty] = _kmeanspp(emb, int(empty.sum()), rng)
+    return centres
 
 
 # -------------------------------------------------------------------------------- model
@@ -253,7 +286,10 @@ class BayesSCDC(DeepClusteringBase):
         "worker_prior": [PositivePair()],
         "worker_init": [PositivePair()],
         "credible_level": [OPEN_UNIT],
+        "cluster_head": [Options("auto", "on", "off")],
     }
+    #: the recognition network, the decoder and (with ``cluster_head``) the cluster head
+    _networks = ("encoder_", "decoder_", "head_")
 
     def __init__(
         self,
@@ -274,6 +310,7 @@ class BayesSCDC(DeepClusteringBase):
         worker_prior: tuple[float, float] = (1.0, 1.0),
         worker_init: tuple[float, float] = (10.0, 1.0),
         link_weight: float = 1.0,
+        cluster_head: str = "off",
         credible_level: float = 0.9,
         device: str = "cpu",
         random_state=None,
@@ -296,25 +333,45 @@ class BayesSCDC(DeepClusteringBase):
         self.worker_prior = worker_prior
         self.worker_init = worker_init
         self.link_weight = link_weight
+        self.cluster_head = cluster_head
         self.credible_level = credible_level
         self.device = device
         self.random_state = random_state
         self.progress = progress
 
     # ---------------------------------------------------------------------------- setup
-    def _make_networks(self, n_obs: int) -> tuple[GaussianHead, Decoder]:
-        """The recognition network (a Gaussian potential per item) and the decoder, on the
-        CPU, freshly initialised from torch's random state."""
+    def _make_networks(self, n_obs: int):
+        """The recognition network (a Gaussian potential per item), the decoder and, if the
+        fit uses one (``uses_cluster_head_``), the cluster head (logits of a categorical
+        potential per item; else None), on the CPU, freshly initialised from torch's random
+        state."""
         d = self.latent_dim
         encoder = GaussianHead(n_obs, self._hidden, d, logvar_init=-4.0)
-        return encoder, Decoder(d, self._hidden, n_obs, self.decoder)
+        decoder = Decoder(d, self._hidden, n_obs, self.decoder)
+        head = mlp(n_obs, self._hidden, self.n_clusters) if self._head_used() else None
+        return encoder, decoder, head
+
+    def _head_used(self) -> bool:
+        return bool(getattr(self, "uses_cluster_head_", False))
+
+    def _decide_head(self, links: LinkData | None) -> bool:
+        """Whether this fit uses the cluster head: ``cluster_head`` "on"/"off", or under
+        "auto" when there are links and the linked items have fewer than
+        :data:`SPARSE_LINKS_PER_ITEM` links each on average."""
+        if self.cluster_head != "auto":
+            return self.cluster_head == "on"
+        return links is not None and links_per_linked_item(links) < SPARSE_LINKS_PER_ITEM
 
     def _build(self, data: ObservedData, rng: np.random.Generator) -> None:
         K, d = self.n_clusters, self.latent_dim
         n, n_obs = data.obs.shape
-        encoder, decoder = self._make_networks(n_obs)
+        self.uses_cluster_head_ = self._decide_head(data.links)
+        encoder, decoder, head = self._make_networks(n_obs)
         self.encoder_, self.decoder_ = encoder.to(self._device), decoder.to(self._device)
+        self.head_ = None if head is None else head.to(self._device)
         params = list(self.encoder_.parameters()) + list(self.decoder_.parameters())
+        if self.head_ is not None:
+            params += list(self.head_.parameters())
         fused = True if self._device.type == "cuda" else None  # one kernel for all parameters
         self._optimizer = torch.optim.Adam(params, lr=self.learning_rate, fused=fused)
         kappa0 = float(self.niw_kappa)
@@ -409,18 +466,24 @@ class BayesSCDC(DeepClusteringBase):
     def _local(self, obs: torch.Tensor, links=None, batch=None, rows=None, replay=False):
         """Recognition potentials of the batch ``obs`` (items ``batch``, on the device
         ``rows``) and its local mean field at the current globals, with link messages if
-        ``links``. ``replay``: through the CUDA graph (training batches, all of one size)."""
+        ``links``. ``replay``: through the CUDA graph (training batches, all of one size).
+        With the cluster head its logits are the categorical potential of Eq. 14 in place of
+        the link messages (the links reach q(z) through the head, :meth:`_head_links`); they
+        are returned last (None without the head)."""
         mean_rec, logvar_rec = self.encoder_(obs)
         J_rec = torch.exp(-logvar_rec)
         h_rec = mean_rec * J_rec
         e, log_pi = self._globals_torch()
         inputs = (e, log_pi, J_rec.detach(), h_rec.detach())
+        head = self.head_(obs) if self._head_used() else None
         with torch.no_grad():
-            if replay and self._graph is not False:
+            if head is not None:
+                resp = torch.softmax(head.detach(), dim=-1)
+            elif replay and self._graph is not False:
                 resp = self._replay_meanfield(inputs, links, batch, rows)
             else:
                 resp = self._eager_meanfield(inputs, links, batch, rows)
-        return resp, e, log_pi, J_rec, h_rec
+        return resp, e, log_pi, J_rec, h_rec, head
 
     def _epoch(self, data: ObservedData, rng: np.random.Generator, epoch: int) -> float:
         n = len(data.obs)
@@ -431,7 +494,9 @@ class BayesSCDC(DeepClusteringBase):
         for batch in batches:
             rows = to_device(batch, self._device)
             obs = data.obs[rows]
-            resp, e, log_pi, J_rec, h_rec = self._local(obs, links, batch, rows, replay=cuda)
+            resp, e, log_pi, J_rec, h_rec, head = self._local(obs, links, batch, rows, cuda)
+            if head is not None:
+                resp = torch.softmax(head, dim=-1)
             mean, second, chol, entropy = gaussian_posterior(resp, e, J_rec, h_rec)
             noise = torch.randn_like(mean).unsqueeze(-1)
             sample = mean + torch.linalg.solve_triangular(
@@ -443,7 +508,12 @@ class BayesSCDC(DeepClusteringBase):
             z_part = (resp * (log_pi - log_resp)).sum(-1)
             local = recon + expected + entropy + z_part
             warm = self._warm(epoch)
-            loss = -(recon + warm * (expected + entropy)).mean()
+            prior_terms = expected + entropy if head is None else expected + entropy + z_part
+            loss = -(recon + warm * prior_terms).mean()
+            if head is not None and links is not None:
+                loss = loss - self._head_links(data, links, len(batch), rng) / n
+                self._resp_table[rows] = resp.detach().double()
+            resp = resp.detach()
             self._optimizer.zero_grad()
             loss.backward()
             self._optimizer.step()
@@ -454,6 +524,26 @@ class BayesSCDC(DeepClusteringBase):
         if self._warmup and epoch + 1 == self._warmup:
             self._restart_globals(data, rng)
         return float(total) / len(batches) + self._relational_and_kl(links)
+
+    def _head_links(self, data: ObservedData, links: LinkData, b: int, rng) -> torch.Tensor:
+        r"""The tempered link term :math:`\lambda\,\mathbb E_q[\log p(L\mid z)]` estimated on
+        :math:`|S| = N_a|B|/N` links drawn uniformly, scaled by :math:`N_a/|S|`, with the
+        q(z) of both ends computed afresh through the cluster head (gradients reach the head
+        only, :func:`through_head`) and :math:`\mathbb E[w_l], \mathbb E[c_l]` from the
+        current Beta factors."""
+        size = min(max(int(round(links.n_links * b / len(data.obs))), 1), links.n_links)
+        chosen = rng.choice(links.n_links, size=size, replace=False)
+        ends = to_device(np.concatenate([links.left[chosen], links.right[chosen]]), self._device)
+        resp = torch.softmax(self.head_(data.obs[ends]), dim=-1)
+        weights, offsets = link_message_weights(
+            two_coin_expectations(self.worker_alpha_, self.worker_beta_),
+            links.worker[chosen],
+            links.labels[chosen],
+        )
+        weights = to_device(weights, self._device, torch.float32)
+        agreement = (resp[:size] * resp[size:]).sum(-1)
+        value = agreement @ weights + float(offsets.sum())
+        return value * (self.link_weight * links.n_links / size)
 
     @torch.no_grad()
     def _restart_globals(self, data: ObservedData, rng: np.random.Generator) -> None:
@@ -468,7 +558,11 @@ class BayesSCDC(DeepClusteringBase):
             ]
         )
         K, d = self.n_clusters, self.latent_dim
-        centres = _kmeanspp(emb, K, rng)
+        if self._head_used():  # a links-aware start: the head's clusters of the embedding
+            heads = [torch.softmax(self.head_(data.obs[rows]), -1) for rows in row_chunks(len(emb))]
+            centres = head_centres(emb, torch.cat(heads).cpu().double().numpy(), rng)
+        else:
+            centres = _kmeanspp(emb, K, rng)
         cov = np.atleast_2d(np.cov(emb.T)) / K ** (2.0 / d) + 1e-6 * np.eye(d)
         nu = d + 1.0
         self.niw_ = niw_from_standard(
@@ -493,7 +587,7 @@ class BayesSCDC(DeepClusteringBase):
             self.dirichlet_ = natural_step(  # the counts Σ_i r_ik
                 (self.dirichlet_,), (self._dir_prior,), (stats.kappa,), rho, n / b
             )[0]
-        if links is not None:
+        if links is not None and (weights or not self._head_used()):
             agreement = fetched[4]
             a_counts, b_counts = two_coin_statistics(
                 agreement, links.worker[chosen], links.labels[chosen], links.n_workers
@@ -532,7 +626,7 @@ class BayesSCDC(DeepClusteringBase):
         for _ in range(sweeps):
             for batch in batches:
                 rows = to_device(batch, self._device)
-                resp, e, _, J_rec, h_rec = self._local(data.obs[rows], data.links, batch, rows)
+                resp, e, _, J_rec, h_rec, _ = self._local(data.obs[rows], data.links, batch, rows)
                 mean, *_ = gaussian_posterior(resp, e, J_rec, h_rec)
                 self._resp_table[rows] = resp.double()
                 means[rows] = mean
