@@ -212,14 +212,18 @@ def _table(runs: pd.DataFrame, column: str, methods, counts, fmt=_mean_sd) -> li
     return lines
 
 
+def _mean_nmi(runs: pd.DataFrame, count: int) -> tuple[pd.Series, pd.Series, pd.Series]:
+    """Mean NMI per method at ``count`` constraints: all, the baselines', the deep models'."""
+    means = runs[runs["constraints"] == count].groupby("method")["nmi"].mean()
+    return means, means.reindex(list(BASELINES)).dropna(), means.reindex(list(DEEP)).dropna()
+
+
 def _acceptance(runs: pd.DataFrame, counts) -> list[str]:
     lines = []
     for count in counts:
         if count not in (1000, 2000):
             continue
-        means = runs[runs["constraints"] == count].groupby("method")["nmi"].mean()
-        base = means.reindex(list(BASELINES)).dropna()
-        deep = means.reindex(list(DEEP)).dropna()
+        means, base, deep = _mean_nmi(runs, count)
         if base.empty or deep.empty:
             lines.append(f"- {count} constraints: not measured (deep models or baselines missing)")
             continue
@@ -243,9 +247,7 @@ def _issue19(runs: pd.DataFrame, counts) -> list[str]:
     for count in counts:
         if count not in (1000, 2000):
             continue
-        means = runs[runs["constraints"] == count].groupby("method")["nmi"].mean()
-        base = means.reindex(list(BASELINES)).dropna()
-        deep = means.reindex(list(DEEP)).dropna()
+        _, base, deep = _mean_nmi(runs, count)
         if len(deep) < 2 or base.empty:
             lines.append(
                 f"- {count} constraints: not measured (SCDC, BayesSCDC or baselines missing)"

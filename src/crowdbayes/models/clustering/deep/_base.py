@@ -357,8 +357,8 @@ class DeepClusteringBase(Estimator):
             )
         elif collapsed:
             outcome = (
-                f"every one of {len(fits)} restarts collapsed; the best bound is kept. Try more "
-                "epochs, a smaller link_weight or more restarts (n_init)"
+                f"every one of {len(fits)} restarts collapsed; the best bound is kept. "
+                + self._collapse_advice()
             )
         else:
             outcome = "the best-bound state is kept"
@@ -367,6 +367,10 @@ class DeepClusteringBase(Estimator):
             CollapseWarning,
             stacklevel=3,
         )
+
+    def _collapse_advice(self) -> str:
+        """What the warning suggests when every restart collapsed."""
+        return "Try more epochs, a smaller link_weight or more restarts (n_init)"
 
     def _warm(self, epoch: int) -> float:
         """Weight of the latent prior terms in the networks' loss at ``epoch`` (KL annealing
