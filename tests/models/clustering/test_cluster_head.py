@@ -39,8 +39,9 @@ def _hidden_split(seed=0, n=120):
     return X, truth, links.links
 
 
-_KWARGS = dict(n_clusters=2, hidden=(16,), epochs=12, warmup_epochs=3, batch_size=20,
-               learning_rate=1e-2, link_weight=10.0, n_init=1)  # fmt: skip
+#: λ = 30 as on the faces; seeds 0-3 with the head: 0.925-0.942 accuracy, without: 0.57-0.72
+_KWARGS = dict(n_clusters=2, hidden=(16,), epochs=20, warmup_epochs=5, batch_size=20,
+               learning_rate=1e-2, link_weight=30.0, n_init=1)  # fmt: skip
 
 
 def test_links_per_linked_item_and_the_auto_rule():
@@ -52,7 +53,8 @@ def test_links_per_linked_item_and_the_auto_rule():
     left, right = np.triu_indices(12, k=1)  # every pair of 12 items: 11 links each
     ones = np.ones(len(left), int)
     dense = LinkData(left, right, 0 * ones, ones, np.array([0]), 20)
-    assert links_per_linked_item(dense) == pytest.approx(11.0) > SPARSE_LINKS_PER_ITEM
+    assert links_per_linked_item(dense) == pytest.approx(11.0)
+    assert SPARSE_LINKS_PER_ITEM < 11.0
     assert not model._decide_head(dense)
     assert BayesSCDC(cluster_head="on")._decide_head(None)
     assert not BayesSCDC()._decide_head(links)  # the default is the paper's family
@@ -68,7 +70,7 @@ def test_head_centres_are_weighted_means_and_empty_clusters_get_items():
 
 def test_the_head_follows_sparse_links_that_the_per_item_family_cannot_use():
     """Two links per item that describe the weaker of two splits: with the per-item q(z) the
-    fit follows the features; with the head it follows the links."""
+    fit follows the features (tempered links or not); with the head it follows the links."""
     X, truth, links = _hidden_split()
     scores = {}
     for head in ("off", "auto"):
@@ -96,14 +98,15 @@ class _Recording(BayesSCDC):
 @pytest.mark.parametrize("head", ["on", "off"])
 def test_with_the_head_the_workers_are_held_during_the_warm_up(head):
     X, _, links = _hidden_split(n=60)
-    kwargs = {**_KWARGS, "epochs": 4, "warmup_epochs": 2}
+    kwargs = {**_KWARGS, "epochs": 6, "warmup_epochs": 3, "collapse_restarts": 0}
     model = _Recording(cluster_head=head, random_state=0, **kwargs)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", CollapseWarning)
         model.fit(X, links)
     start = np.tile(model.worker_init, (3, 1))
     held = [np.allclose(seen, start) for seen in model._seen]
-    assert held == ([True, True, False, False] if head == "on" else [False] * 4)
+    # as q(π): held while the annealing weight is below 1 (epochs 1 and 2 of a warm-up of 3)
+    assert held == ([True, True] + [False] * 4 if head == "on" else [False] * 6)
 
 
 def test_a_model_with_the_head_saves_and_loads(tmp_path):

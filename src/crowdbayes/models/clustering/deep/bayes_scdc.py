@@ -115,15 +115,17 @@ unlinked and lightly linked ones — the inductive bias that lets SCDC use spars
 (Luo et al. 2018, §2.3; amortised inference, Kingma & Welling 2014). Links no longer enter
 q(z) as the messages of Eq. 14 (the head alone carries them), which removes the per-item
 shortcut. Two further changes apply with the head only: the workers' Beta factors are held at
-``worker_init`` during the warm-up, until the head's q(z) has formed (updated from a uniform
+``worker_init`` during the warm-up (as q(π): while the annealing weight is below 1), until the
+head's q(z) has formed (updated from a uniform
 q(z) they fall to chance as above), and at the end of the warm-up the components restart at
 the head's clusters of the embedding (:func:`head_centres`, a links-aware start) instead of
 k-means++ picks. Everything else (the NIW, Dirichlet and Beta factors by natural gradients,
 restarts, collapse detection) is unchanged.
 
 Measured (``benchmarks/results/cluster_faces.md``, ``cluster_defaults.md`` §7): on the faces
-at λ = 30, Adam 3e-3, seed 0, 5 restarts: NMI 0.682 / 0.852 at 1,000 / 2,000 links (SCDC with
-10 restarts: 0.605 / 0.826); at the class default λ = 1 with 3 restarts 0.581 (1,000 links).
+with SCDC's settings (λ = 30, Adam 3e-3, 10 restarts) mean NMI over seeds 0–4 0.642 / 0.845 at
+1,000 / 2,000 links (SCDC 0.642 / 0.852); with the balanced protocol 0.593 / 0.694 (SCDC
+0.528 / 0.643); at the class default λ = 1 with 3 restarts 0.581 (seed 0, 1,000 links).
 On three well-separated blobs with 3.6 links per item (the collapse tests' data, 4 seeds, one
 restart) the head at λ = 1 scored 0.61–0.82 (mean 0.69) against 0.60–0.98 (mean 0.80)
 without it, and 0.83–1.00 (mean 0.93) at λ = 10. Hence the default stays ``"off"`` (the
