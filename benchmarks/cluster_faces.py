@@ -21,10 +21,13 @@ Methods, all run on the same simulated links of each seed:
 - ``LinkClustering`` (links only; it clusters linked items only, so items that no link names
   get a random cluster);
 - ``SCDC`` and ``BayesSCDC`` (``crowdbayes.models.clustering.deep``) with the paper's face
-  settings: d = 8, K = 4, MLPs with 2 hidden layers of 40 ReLU units, 20 epochs, Adam 10⁻³,
-  minibatch 10, on the PCA features scaled to unit overall standard deviation; SCDC with its
-  link likelihood tempered 30× (``link_weight=30``), Adam 3·10⁻³ and the best objective of 10
-  restarts (the paper keeps the best of 10 initialisations). Pose is not what the images'
+  settings: d = 8, K = 4, MLPs with 2 hidden layers of 40 ReLU units, 20 epochs, minibatch
+  10, on the PCA features scaled to unit overall standard deviation; both with the link
+  likelihood tempered 30× (``link_weight=30``), Adam 3·10⁻³ and the best objective of 10
+  restarts (the paper keeps the best of 10 initialisations). BayesSCDC runs with its
+  discriminative cluster head (``cluster_head="auto"`` turns it on here: 3–7 links per
+  image); with the paper's per-item q(z) it collapsed (NMI 0.009 / 0.051 at 1,000 / 2,000
+  links, seed 0; results/cluster_defaults.md §7). Pose is not what the images'
   features cluster on: with the plain likelihood the reconstruction term decides the clusters,
   and the objective of a restart says nothing about its NMI; with the links weighted up the
   objective ranks the restarts like their NMI (correlation ≈ 0.9 over 8 restarts).
@@ -110,10 +113,13 @@ def _deep_model(name: str, args, seed: int):
     from crowdbayes.models.clustering import deep
 
     cls = getattr(deep, name)
-    # SCDC: the link likelihood tempered up 30× (pose is not the dominant structure of the
+    # both: the link likelihood tempered up 30× (pose is not the dominant structure of the
     # faces: with the plain likelihood the reconstruction term decides the clusters), Adam
-    # 3e-3 and the best objective of 10 restarts
-    extra = {"SCDC": dict(link_weight=30.0, learning_rate=3e-3, n_init=10)}.get(name, {})
+    # 3e-3 and the best objective of 10 restarts; BayesSCDC's cluster head ("auto": the faces
+    # have 3-7 links per image) is what lets it use the sparse links (issue 19)
+    extra = dict(link_weight=30.0, learning_rate=3e-3, n_init=10)
+    if name == "BayesSCDC":
+        extra["cluster_head"] = "auto"
     return cls(
         **{
             "n_clusters": K,
@@ -122,7 +128,6 @@ def _deep_model(name: str, args, seed: int):
             "decoder": "gaussian",
             "epochs": args.epochs,
             "batch_size": args.batch_size,
-            "learning_rate": 1e-3,
             "device": args.device,
             "random_state": seed,
             "progress": False,
@@ -207,14 +212,18 @@ def _table(runs: pd.DataFrame, column: str, methods, counts, fmt=_mean_sd) -> li
     return lines
 
 
+def _mean_nmi(runs: pd.DataFrame, count: int) -> tuple[pd.Series, pd.Series, pd.Series]:
+    """Mean NMI per method at ``count`` constraints: all, the baselines', the deep models'."""
+    means = runs[runs["constraints"] == count].groupby("method")["nmi"].mean()
+    return means, means.reindex(list(BASELINES)).dropna(), means.reindex(list(DEEP)).dropna()
+
+
 def _acceptance(runs: pd.DataFrame, counts) -> list[str]:
     lines = []
     for count in counts:
         if count not in (1000, 2000):
             continue
-        means = runs[runs["constraints"] == count].groupby("method")["nmi"].mean()
-        base = means.reindex(list(BASELINES)).dropna()
-        deep = means.reindex(list(DEEP)).dropna()
+        means, base, deep = _mean_nmi(runs, count)
         if base.empty or deep.empty:
             lines.append(f"- {count} constraints: not measured (deep models or baselines missing)")
             continue
@@ -226,6 +235,32 @@ def _acceptance(runs: pd.DataFrame, counts) -> list[str]:
             f"- {count} constraints: best deep {deep.idxmax()} NMI {deep.max():.3f} − best "
             f"baseline {base.idxmax()} {base.max():.3f} = {gap:+.3f} → {verdict} (target ≥ 0.1); "
             f"LinkClustering (links only) {link}"
+        )
+    return lines
+
+
+def _issue19(runs: pd.DataFrame, counts) -> list[str]:
+    """Issue 19's faces criteria: BayesSCDC's mean NMI within 0.02 of SCDC's or above, and
+    the better of the two above the best baseline by at least 0.05 (the latter is asked of
+    the balanced protocol)."""
+    lines = []
+    for count in counts:
+        if count not in (1000, 2000):
+            continue
+        _, base, deep = _mean_nmi(runs, count)
+        if len(deep) < 2 or base.empty:
+            lines.append(
+                f"- {count} constraints: not measured (SCDC, BayesSCDC or baselines missing)"
+            )
+            continue
+        diff = deep["BayesSCDC"] - deep["SCDC"]
+        gap = deep.max() - base.max()
+        lines.append(
+            f"- {count} constraints: BayesSCDC {deep['BayesSCDC']:.3f} − SCDC "
+            f"{deep['SCDC']:.3f} = {diff:+.3f} → {'**pass**' if diff >= -0.02 else '**fail**'} "
+            f"(target ≥ −0.02); better deep ({deep.idxmax()}) − best baseline "
+            f"({base.idxmax()} {base.max():.3f}) = {gap:+.3f} → "
+            f"{'**pass**' if gap >= 0.05 else '**fail**'} (target ≥ 0.05)"
         )
     return lines
 
@@ -342,9 +377,9 @@ def main() -> None:
         "LinkClustering, SCDC and BayesSCDC get every link. LinkClustering clusters linked "
         "images only: the unlinked ones get a random cluster",
         f"- SCDC/BayesSCDC: d = 8, K = 4, MLP 2×40, {args.epochs} epochs, minibatch "
-        f"{args.batch_size}, device {args.device}; BayesSCDC with the paper's settings (Adam "
-        "1e-3); SCDC with the link likelihood tempered 30× (link_weight=30), Adam 3e-3, best "
-        "objective of 10 restarts",
+        f"{args.batch_size}, device {args.device}; both with the link likelihood tempered 30× "
+        "(link_weight=30), Adam 3e-3, best objective of 10 restarts; BayesSCDC with its "
+        "cluster head (cluster_head='auto' turns it on below 10 links per linked image)",
         "- timings are wall-clock of one fit on a shared machine: indicative only",
     ]
     rows = []
@@ -389,6 +424,10 @@ def main() -> None:
         "## Acceptance: deep models beat the best baseline (k-means, PCK, MPCK, ITML) by ≥ 0.1",
         "",
         *(_acceptance(runs, counts) or ["- 1000/2000 constraints not in this run"]),
+        "",
+        "## Issue 19: BayesSCDC within 0.02 of SCDC; the better beats the best baseline by ≥ 0.05",
+        "",
+        *(_issue19(runs, counts) or ["- 1000/2000 constraints not in this run"]),
         "",
         "## ARI",
         "",

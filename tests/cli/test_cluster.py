@@ -151,6 +151,7 @@ def test_failed_write_leaves_no_output(tmp_path, links_csv, capsys):
         (["--model", "scdc", "--features", "f.csv", "--link-weight", "0"], "--link-weight must"),
         (["--model", "scdc", "--features", "f.csv", "--link-weight", "nan"], "positive number"),
         (["--model", "scdc", "--features", "f.csv", "--restarts", "0"], "--restarts must be"),
+        (["--model", "scdc", "--features", "f.csv", "--cluster-head", "on"], "--cluster-head"),
     ],
 )
 def test_option_errors(tmp_path, links_csv, capsys, args, message):
@@ -313,22 +314,34 @@ def test_save_writes_a_model_that_loads_with_the_same_clusters(tmp_path, links_c
     assert (model.assignments_.reindex(written.index).to_numpy() == written["cluster"]).all()
 
 
+def _one_epoch_bayes_scdc(tmp_path, sim, *extra):
+    """Fit bayes-scdc for one epoch on the blobs through the command line, saving the model;
+    returns the loaded model."""
+    pytest.importorskip("torch").set_num_threads(1)
+    from crowdbayes import load
+
+    features, links, model_file = tmp_path / "f.npy", tmp_path / "links.csv", tmp_path / "m.npz"
+    np.save(features, _features(sim.truth))
+    sim.links.to_csv(links, index=False)
+    argv = ["cluster", "fit", "--links", links, "--features", features, "--model", "bayes-scdc",
+            "--clusters", 3, "--epochs", 1, "--restarts", 1, "--out", tmp_path / "a.csv",
+            "--save", model_file, *extra]  # fmt: skip
+    assert run(*argv) == 0
+    return load(model_file)
+
+
 @pytest.mark.parametrize(("given", "expected"), [(None, 5), ("3", 3), ("9", 9)])
 def test_latent_dim_defaults_to_at_most_the_number_of_features(tmp_path, sim, given, expected):
     """Issue 19: a latent x of 8 over 2 features left 6 dimensions of noise in which the
     pinwheel collapsed; without --latent-dim it is at most the number of features (here 5)."""
-    pytest.importorskip("torch").set_num_threads(1)
-    from crowdbayes import load
+    extra = [] if given is None else ["--latent-dim", given]
+    assert _one_epoch_bayes_scdc(tmp_path, sim, *extra).latent_dim == expected
 
-    features = tmp_path / "f.npy"
-    np.save(features, _features(sim.truth))
-    links = tmp_path / "links.csv"
-    sim.links.to_csv(links, index=False)
-    model_file = tmp_path / "m.npz"
-    argv = ["cluster", "fit", "--links", links, "--features", features, "--model", "bayes-scdc",
-            "--clusters", 3, "--epochs", 1, "--restarts", 1, "--out", tmp_path / "a.csv",
-            "--save", model_file]  # fmt: skip
-    if given is not None:
-        argv += ["--latent-dim", given]
-    assert run(*argv) == 0
-    assert load(model_file).latent_dim == expected
+
+@pytest.mark.parametrize(("given", "used"), [("on", True), ("auto", False), (None, False)])
+def test_cluster_head_reaches_bayes_scdc(tmp_path, sim, given, used):
+    """Issue 19: ``--cluster-head`` sets BayesSCDC's cluster_head (default off); these links
+    are dense (about 33 per item), so "auto" leaves the head off."""
+    extra = [] if given is None else ["--cluster-head", given]
+    model = _one_epoch_bayes_scdc(tmp_path, sim, *extra)
+    assert model.cluster_head == (given or "off") and model.uses_cluster_head_ is used

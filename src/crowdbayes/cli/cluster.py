@@ -3,7 +3,8 @@
 crowdbayes cluster fit --links LINKS [--features FILE] [--model links-vb|scdc|bayes-scdc]
                        [--clusters K] --out ASSIGNMENTS [--proba] [--workers-out FILE]
                        [--seed N] [--epochs N] [--device cpu|cuda] [--link-weight W]
-                       [--restarts N] [--save MODEL] [--progress/--no-progress]
+                       [--restarts N] [--cluster-head off|on|auto] [--save MODEL]
+                       [--progress/--no-progress]
 
 LINKS is a ``worker,left,right,label`` table (label 1 = must-link, 0 = cannot-link; CSV, TSV or
 Parquet). ``links-vb`` (:class:`~crowdbayes.models.clustering.LinkClustering`, numpy) clusters
@@ -31,8 +32,11 @@ cannot-link together) and restarts (issue 19).
 ``--link-weight W`` raises the link likelihood to the power W (default 1, the paper's model):
 below 1 for links derived from groupings (every pair of a worker's sorted task counts as a
 judgment, which over-counts them: 0.5 on the MNIST-style tasks), above 1 for sparse links that
-describe a grouping the features do not show (30 for SCDC on the CMU faces by pose).
-``--restarts N`` keeps the best objective of N fits.
+describe a grouping the features do not show (30 for SCDC and BayesSCDC on the CMU faces by
+pose). ``--restarts N`` keeps the best objective of N fits. ``--cluster-head on`` (bayes-scdc)
+computes q(z) with a network over the features that feeds the link likelihood, as SCDC does:
+for sparse links (a few per item), with which the paper's per-item q(z) collapses; ``auto``
+turns it on below 10 links per linked item.
 """
 
 from __future__ import annotations
@@ -85,7 +89,7 @@ CLUSTER = ModelTable(
             "bayes-scdc",
             "crowdbayes.models.clustering.deep:BayesSCDC",
             "BayesSCDC: fully Bayesian SCDC, natural-gradient VB (PyTorch)",
-            ("--clusters", *_DEEP),
+            ("--clusters", *_DEEP, "--cluster-head"),
             cli_defaults=_DEEP_DEFAULTS,
         ),
     ],
@@ -130,6 +134,13 @@ CLUSTER = ModelTable(
             "fits from different starts; the best bound is kept (model default: 3 for "
             "bayes-scdc, 1 for scdc)",
             positive_int("--restarts"),
+        ),
+        Option(
+            "--cluster-head",
+            "cluster_head",
+            "q(z) from a network over the features that feeds the links: off (default), on, "
+            "or auto (on below 10 links per linked item); for sparse links",
+            choices=("off", "on", "auto"),
         ),
     ],
     default="links-vb",

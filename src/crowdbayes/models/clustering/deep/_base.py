@@ -357,8 +357,8 @@ class DeepClusteringBase(Estimator):
             )
         elif collapsed:
             outcome = (
-                f"every one of {len(fits)} restarts collapsed; the best bound is kept. Try more "
-                "epochs, a smaller link_weight or more restarts (n_init)"
+                f"every one of {len(fits)} restarts collapsed; the best bound is kept. "
+                + self._collapse_advice()
             )
         else:
             outcome = "the best-bound state is kept"
@@ -367,6 +367,10 @@ class DeepClusteringBase(Estimator):
             CollapseWarning,
             stacklevel=3,
         )
+
+    def _collapse_advice(self) -> str:
+        """What the warning suggests when every restart collapsed."""
+        return "Try more epochs, a smaller link_weight or more restarts (n_init)"
 
     def _warm(self, epoch: int) -> float:
         """Weight of the latent prior terms in the networks' loss at ``epoch`` (KL annealing
@@ -425,21 +429,24 @@ class DeepClusteringBase(Estimator):
         CPU (a file saved from a GPU loads anywhere)."""
         state = super()._get_state()
         for name in self._networks:
-            state[name] = state[name].state_dict()
+            if state.get(name) is not None:  # an optional network may be None or absent
+                state[name] = state[name].state_dict()
         return _to_cpu(state)
 
     def _set_state(self, state: dict[str, Any]) -> None:
         """Restore :meth:`_get_state`: the networks rebuilt from the parameters and the stored
         shape of the observations, their weights loaded, every tensor on the model's device."""
         state = dict(state)
-        weights = {name: state.pop(name) for name in self._networks}
+        weights = {name: state.pop(name, None) for name in self._networks}
         super()._set_state(state)
         self._device = self._loaded_device()
         with torch.random.fork_rng(devices=[]):  # the initial weights are overwritten below
             networks = self._make_networks(int(np.prod(self.obs_shape_)))
         for name, network in zip(self._networks, networks, strict=True):
-            network.load_state_dict(weights[name])
-            setattr(self, name, network.to(self._device))
+            if network is not None:  # None: an optional network this fit did not use
+                network.load_state_dict(weights[name])
+                network = network.to(self._device)
+            setattr(self, name, network)
         for name, value in list(vars(self).items()):
             if isinstance(value, torch.Tensor):
                 setattr(self, name, value.to(self._device))
