@@ -53,22 +53,23 @@ def test_count_rows_compresses_repeated_counts():
     )
 
 
-def test_batched_row_coordinates_match_the_one_row_functions():
+@pytest.mark.parametrize("diagonal", [0.0, 1.5])
+def test_batched_row_coordinates_match_the_one_row_functions(diagonal):
     rng = np.random.default_rng(3)
     coords = rng.normal(size=(4, 3, 3))
     coords[..., 0] += 1.0
     coords[0, 1, 0] = -0.5  # a scale below s_min = 1: outside the prior's support
     alpha = rows_to_alpha(coords)
-    density = rows_hyperprior_log_density(coords, 1.5, 1.0)
+    density = rows_hyperprior_log_density(coords, 1.5, 1.0, diagonal)
     counts = random_counts(rng)
-    posterior = CountRows(counts).log_posterior(coords, 1.5, 1.0)
+    posterior = CountRows(counts).log_posterior(coords, 1.5, 1.0, diagonal)
     for m in range(4):
         for row in range(3):
             np.testing.assert_allclose(alpha[m, row], row_hyperprior_to_alpha(coords[m, row]))
             np.testing.assert_allclose(
                 alpha_to_row_hyperprior(alpha[m, row]), coords[m, row], atol=1e-12
             )
-            expected = row_hyperprior_log_density(coords[m, row], 1.5, 1.0)
+            expected = row_hyperprior_log_density(coords[m, row], 1.5, 1.0, diagonal, row)
             assert density[m, row] == pytest.approx(expected)
             if np.isfinite(expected):
                 expected += dirichlet_multinomial_log_marginal(counts[:, row], alpha[m, row])

@@ -105,23 +105,31 @@ def alpha_to_row_hyperprior(alpha: np.ndarray) -> np.ndarray:
 
 
 def row_hyperprior_log_density(
-    coords: np.ndarray, scale_shape: float = 1.5, scale_min: float = 1.0
+    coords: np.ndarray,
+    scale_shape: float = 1.5,
+    scale_min: float = 1.0,
+    diagonal: float = 0.0,
+    row: int | None = None,
 ) -> float:
     r"""Log prior density of the unconstrained coordinates ``(log s, z)`` of one row, up to a
-    constant, where :math:`m = \mathrm{softmax}(z, 0) \sim \mathrm{Dir}(1)` and
-    :math:`s \sim \mathrm{Pareto}(\text{shape}, s_{\min})`.
+    constant, where :math:`m = \mathrm{softmax}(z, 0) \sim \mathrm{Dir}(1 + d\,e_k)` (the
+    row of true class ``k = row`` leaning by ``d = diagonal`` towards its own class; ``d = 0``
+    or no ``row``: the symmetric Dir(1)) and :math:`s \sim \mathrm{Pareto}(\text{shape},
+    s_{\min})`.
 
     Sampling the scale and the mean on separate axes mixes far better than sampling
     :math:`\log\alpha` (the two are nearly independent a posteriori). Jacobians: :math:`s` for
     :math:`\log s` and :math:`\prod_x m_x` for the additive log-ratio :math:`z`, so
-    :math:`\log p = -\text{shape}\cdot\log s + \sum_x \log m_x` for :math:`s \ge s_{\min}`.
+    :math:`\log p = -\text{shape}\cdot\log s + \sum_x \log m_x + d \log m_k` for
+    :math:`s \ge s_{\min}`.
     """
     log_scale = coords[0]
     if not np.isfinite(log_scale) or log_scale < np.log(scale_min):
         return -np.inf
     logits = np.append(coords[1:], 0.0)
     log_mean = logits - logsumexp(logits)
-    return float(-scale_shape * log_scale + log_mean.sum())
+    lean = diagonal * log_mean[row] if diagonal and row is not None else 0.0
+    return float(-scale_shape * log_scale + log_mean.sum() + lean)
 
 
 def _log_softmax(logits: np.ndarray) -> np.ndarray:
@@ -144,15 +152,26 @@ def rows_to_alpha(coords: np.ndarray) -> np.ndarray:
 
 
 def rows_hyperprior_log_density(
-    coords: np.ndarray, scale_shape: float = 1.5, scale_min: float = 1.0
+    coords: np.ndarray, scale_shape: float = 1.5, scale_min: float = 1.0, diagonal: float = 0.0
 ) -> np.ndarray:
-    r""":func:`row_hyperprior_log_density` over the last axis of ``coords`` (..., K), batched:
-    :math:`-\text{shape}\cdot\log s + \sum_x \log m_x` where :math:`s \ge s_{\min}`,
-    :math:`-\infty` elsewhere."""
+    r""":func:`row_hyperprior_log_density` over the last axis of ``coords`` (..., K, K), batched,
+    row ``k`` of the second-to-last axis being true class ``k``:
+    :math:`-\text{shape}\cdot\log s + \sum_x \log m_x + d \log m_k` where
+    :math:`s \ge s_{\min}`, :math:`-\infty` elsewhere."""
     log_scale = coords[..., 0]
-    density = -scale_shape * log_scale + _log_softmax(_mean_logits(coords)).sum(axis=-1)
+    log_mean = _log_softmax(_mean_logits(coords))
+    density = -scale_shape * log_scale + _mean_log_prior(log_mean, diagonal)
     inside = np.isfinite(log_scale) & (log_scale >= np.log(scale_min))
     return np.where(inside, density, -np.inf)
+
+
+def _mean_log_prior(log_mean: np.ndarray, diagonal: float) -> np.ndarray:
+    r"""The Dir(1 + d e_k) log density of the rows' means in their log-ratio coordinates,
+    :math:`\sum_x \log m_{kx} + d \log m_{kk}` (..., K), from ``log m`` (..., K, K)."""
+    density = log_mean.sum(axis=-1)
+    if diagonal:
+        density = density + diagonal * np.diagonal(log_mean, axis1=-2, axis2=-1)
+    return density
 
 
 class CountRows:
@@ -206,7 +225,11 @@ class CountRows:
         return terms
 
     def log_posterior(
-        self, coords: np.ndarray, scale_shape: float = 1.5, scale_min: float = 1.0
+        self,
+        coords: np.ndarray,
+        scale_shape: float = 1.5,
+        scale_min: float = 1.0,
+        diagonal: float = 0.0,
     ) -> np.ndarray:
         r"""Unnormalised log posterior of the rows' coordinates ``(log s_k, z_k)`` (..., K, X):
         :func:`rows_hyperprior_log_density` plus :meth:`log_marginal` of
@@ -217,7 +240,8 @@ class CountRows:
         inside = log_scale >= np.log(scale_min)  # False for NaN
         log_scale = np.where(inside, log_scale, np.log(scale_min))  # keeps α finite
         alpha = np.exp(log_scale[..., None] + log_mean)
-        density = self.log_marginal(alpha) - scale_shape * log_scale + log_mean.sum(axis=-1)
+        density = self.log_marginal(alpha) - scale_shape * log_scale
+        density += _mean_log_prior(log_mean, diagonal)
         return np.where(inside & (density == density), density, -np.inf)
 
 

@@ -6,10 +6,11 @@ and the fit must not slide into one class holding every task (it did: RTE at one
 scored 0.500 claiming 0.996). Pinned on the 12 shared sets with gold, against majority vote
 (minus 0.005), on the mean over three random starts (the label pool's seeds 0, 1, 2).
 
-Left out: GoldMajorityVote (it needs gold, which a sparse start does not give it),
-HierarchicalAnnotation (about 30 minutes for these 72 fits; see
-``benchmarks/results/active_sparse_hierarchical.md``), and the models of other data (ordinal
-grades, features, continuous values). KOS is binary: it runs on the binary sets only.
+HierarchicalAnnotation runs at one label per task only (its 72 fits at both budgets take
+minutes; two labels: ``benchmarks/results/active_sparse_hierarchical.md``). Left out:
+GoldMajorityVote (it needs gold, which a sparse start does not give it) and the models of
+other data (ordinal grades, features, continuous values). KOS is binary: it runs on the binary
+sets only.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from crowdbayes import (
     BayesianDawidSkene,
     CommunityDawidSkene,
     DawidSkene,
+    HierarchicalAnnotation,
     MajorityVote,
     Wawa,
     ZeroBasedSkill,
@@ -132,6 +134,21 @@ def test_at_least_majority_vote_on_a_sparse_start(data_root, key, name, labels_p
             model = MODELS[key]().fit(labels)
         scores.append(pool.score(model))
         assert model.labels_.nunique() > 1  # never every task in one class
+    score = sum(scores) / len(SEEDS)
+    assert score >= majority - 0.005, f"{name}: {score:.3f} < majority vote {majority:.3f}"
+
+
+@pytest.mark.parametrize("name", GOLD_SETS)
+def test_hierarchical_model_answers_like_majority_vote_at_one_label_per_task(data_root, name):
+    """Nothing is learnt about any worker: the hyperprior's lean to the diagonal makes the
+    answer the label (S_Adult, S_Rel and WSD were below majority vote with the symmetric
+    hyperprior and the relabelling judged on every task). Fewer sweeps than the defaults, for
+    time; the defaults match majority vote on all 12 sets too (measured in the issue-16 notes)."""
+    starts, majority = _starts(name, 1)
+    scores = []
+    for seed, (pool, labels) in zip(SEEDS, starts, strict=True):
+        model = HierarchicalAnnotation(n_warmup=100, n_samples=100, random_state=seed)
+        scores.append(pool.score(model.fit(labels)))
     score = sum(scores) / len(SEEDS)
     assert score >= majority - 0.005, f"{name}: {score:.3f} < majority vote {majority:.3f}"
 

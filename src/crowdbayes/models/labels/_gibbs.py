@@ -59,6 +59,8 @@ class GibbsSettings:
     max_scale: float
     relabel: bool
     keep_trace: bool
+    #: d of the Dir(1 + d e_k) hyperprior on each row's mean (``"sample"``)
+    hyperprior_diagonal: float = 0.0
     #: leave tasks that one worker labelled (without gold) out of the counts of θ, π and α
     cut_single_worker_tasks: bool = True
 
@@ -165,7 +167,9 @@ def update_hyperparameters(chain: ChainState, settings: GibbsSettings, refresh: 
 
     def log_density(coords: np.ndarray) -> np.ndarray:
         with np.errstate(over="ignore", invalid="ignore"):
-            return summary.log_posterior(coords, settings.scale_shape, settings.scale_min)
+            return summary.log_posterior(
+                coords, settings.scale_shape, settings.scale_min, settings.hyperprior_diagonal
+            )
 
     alpha = chain.alpha
     coords = np.empty_like(alpha)
@@ -196,10 +200,22 @@ def update_hyperparameters(chain: ChainState, settings: GibbsSettings, refresh: 
     chain.alpha = rows_to_alpha(coords)
 
 
-def _relabel(chain: ChainState, pivot: np.ndarray, probs: np.ndarray | None) -> np.ndarray | None:
-    """Map the chain's classes onto the pivot's labelling if a permutation matches it better."""
+def _relabel(
+    chain: ChainState, pivot: np.ndarray, probs: np.ndarray | None, counted: np.ndarray | None
+) -> np.ndarray | None:
+    """Map the chain's classes onto the pivot's labelling if a permutation matches it better,
+    judged on the tasks that count (``counted``; None: all). Label switching is a symmetry of
+    θ, π and the counted tasks' classes; the cut tasks' classes only follow θ and π, so they
+    cannot tell a switch from a draw (with no task counted, matching them to the pivot
+    permuted classes at random: S_Rel at one label per task 0.35 against majority vote's
+    0.45)."""
     k = chain.alpha.shape[0]
-    permutation = best_permutation(chain.classes, pivot, k)
+    if counted is not None and not counted.any():
+        return probs
+    if counted is None:
+        permutation = best_permutation(chain.classes, pivot, k)
+    else:
+        permutation = best_permutation(chain.classes[counted], pivot[counted], k)
     if np.array_equal(permutation, np.arange(k)):
         return probs
     chain.n_relabelled += 1
@@ -264,7 +280,7 @@ def blocked_sweep(chain, labels: Labels, settings, pivot, record: bool, refresh:
     probs, log_norm = softmax_classes(log_joint)
     chain.classes = categorical_sample(probs, chain.rng)
     if settings.relabel:
-        probs = _relabel(chain, pivot, probs)
+        probs = _relabel(chain, pivot, probs, counted)
     if record:
         chain.probas.push(probs)
         log_likelihood = float(log_norm.sum()) + log_lik_offset
@@ -311,7 +327,7 @@ def collapsed_sweep(
             np.add.at(row_totals, (w, new), 1.0)
             class_counts[new] += 1
     if settings.relabel:
-        probas = _relabel(chain, pivot, probas)
+        probas = _relabel(chain, pivot, probas, counted)
         class_counts = np.bincount(chain.classes[counts], minlength=k)
     _accumulate_globals(chain, labels, settings, record, class_counts)
     if record:
