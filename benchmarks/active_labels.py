@@ -139,7 +139,7 @@ def plot(table: pd.DataFrame, path: Path) -> None:
     import matplotlib.pyplot as plt
 
     sets = list(dict.fromkeys(table["set"]))
-    columns = 4
+    columns = min(4, len(sets))
     rows = int(np.ceil(len(sets) / columns))
     fig, axes = plt.subplots(rows, columns, figsize=(4 * columns, 3.2 * rows), squeeze=False)
     for ax, name in zip(axes.ravel(), sets, strict=False):
