@@ -141,9 +141,7 @@ def beta_interval(mean: np.ndarray, variance: np.ndarray, level: float):
     limit = mean * (1 - mean)
     variance = np.clip(variance, 1e-300, limit * (1 - 1e-9))
     concentration = limit / variance - 1
-    a, b = mean * concentration, (1 - mean) * concentration
-    tail = (1 - level) / 2
-    return stats.beta.ppf(tail, a, b), stats.beta.ppf(1 - tail, a, b)
+    return beta_central_interval(mean * concentration, (1 - mean) * concentration, level)
 
 
 def dirichlet_marginal_summary(concentration: np.ndarray, level: float):

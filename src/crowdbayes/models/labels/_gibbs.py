@@ -210,12 +210,12 @@ def _relabel(
     permuted classes at random: S_Rel at one label per task 0.35 against majority vote's
     0.45)."""
     k = chain.alpha.shape[0]
-    if counted is not None and not counted.any():
-        return probs
-    if counted is None:
-        permutation = best_permutation(chain.classes, pivot, k)
-    else:
-        permutation = best_permutation(chain.classes[counted], pivot[counted], k)
+    judged, reference = chain.classes, pivot
+    if counted is not None:
+        if not counted.any():
+            return probs
+        judged, reference = chain.classes[counted], pivot[counted]
+    permutation = best_permutation(judged, reference, k)
     if np.array_equal(permutation, np.arange(k)):
         return probs
     chain.n_relabelled += 1

@@ -10,7 +10,7 @@ from scipy.special import expit, log_expit
 from ...base import NON_NEGATIVE, OPEN_UNIT, POSITIVE_INT, TOLERANCE, PositivePair
 from ...data import Labels
 from ...inference.driver import run_iterations
-from ...maths import safe_log, softmax_classes
+from ...maths import finite_sum, safe_log, softmax_classes
 from ._base import clamp_gold, vote_share_start
 from ._skills import SkillLabelModel, per_task_sum, per_worker_sum, weighted_votes
 
@@ -182,7 +182,7 @@ class GLAD(SkillLabelModel):
         value -= 0.5 * float(np.sum((params[:m] - mean_a) ** 2)) / sd_a**2
         value -= 0.5 * float(np.sum((params[m:] - mean_b) ** 2)) / sd_b**2
         if self.learn_prevalence:
-            value += self.prevalence_smoothing * float(log_prev[np.isfinite(log_prev)].sum())
+            value += self.prevalence_smoothing * finite_sum(log_prev)
         return value, resp
 
     def _m_step(self, labels: Labels, resp: np.ndarray, params: np.ndarray):

@@ -8,7 +8,14 @@ import pandas as pd
 from ...base import NON_NEGATIVE, OPEN_UNIT, POSITIVE, POSITIVE_INT, TOLERANCE, PositivePair
 from ...data import Labels
 from ...inference.driver import run_iterations
-from ...maths import beta_interval, dirichlet_expected_log, dirichlet_kl, safe_log, softmax_classes
+from ...maths import (
+    beta_interval,
+    dirichlet_expected_log,
+    dirichlet_kl,
+    finite_sum,
+    safe_log,
+    softmax_classes,
+)
 from ._base import clamp_gold, feedback_tasks, vote_share_start
 from ._skills import SkillLabelModel, per_task_sum, per_worker_sum, weighted_votes
 
@@ -255,11 +262,9 @@ class MACE(SkillLabelModel):
             return -float(kl)
         log_trust, log_spam, log_strategy, log_prevalence = globals_["logs"]
         terms = np.concatenate([log_trust, log_spam, log_strategy.ravel()])
-        value = self.smoothing * float(terms[np.isfinite(terms)].sum())
+        value = self.smoothing * finite_sum(terms)
         if self.learn_prevalence:
-            value += self.prior_prevalence * float(
-                log_prevalence[np.isfinite(log_prevalence)].sum()
-            )
+            value += self.prior_prevalence * finite_sum(log_prevalence)
         return value
 
     def _fit(self, labels: Labels) -> None:

@@ -11,7 +11,7 @@ from ...annotators.ordinal import ordinal_log_confusion, ordinal_worker_map
 from ...base import NON_NEGATIVE, OPEN_UNIT, POSITIVE, POSITIVE_INT, TOLERANCE
 from ...data import Labels
 from ...inference.statistics import Globals, Stats
-from ...maths import safe_log
+from ...maths import finite_sum, safe_log
 from ._confusion import ConfusionStatsModel, with_logs
 
 __all__ = ["OrdinalDawidSkene", "posterior_median"]
@@ -159,10 +159,7 @@ class OrdinalDawidSkene(ConfusionStatsModel):
         bias_sd, eta_mean, eta_sd = self._prior
         bias, eta = before["worker_params"][:, 0], before["worker_params"][:, 1]
         log_prior = norm.logpdf(bias, 0.0, bias_sd).sum() + norm.logpdf(eta, eta_mean, eta_sd).sum()
-        log_prevalence = before["log_prevalence"]
-        prevalence_term = self.prevalence_smoothing * float(
-            log_prevalence[np.isfinite(log_prevalence)].sum()
-        )
+        prevalence_term = self.prevalence_smoothing * finite_sum(before["log_prevalence"])
         return float(stats["log_evidence"] + log_prior + prevalence_term)
 
     def new_worker_rows(self, n_classes: int) -> np.ndarray:

@@ -215,6 +215,12 @@ def links_per_linked_item(links: LinkData) -> float:
     return 2.0 * links.n_links / max(linked, 1)
 
 
+def sparse_links(links: LinkData | None) -> bool:
+    """Whether there are links and the linked items have fewer than
+    :data:`SPARSE_LINKS_PER_ITEM` links each on average."""
+    return links is not None and links_per_linked_item(links) < SPARSE_LINKS_PER_ITEM
+
+
 def head_centres(emb: np.ndarray, resp: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     """Component means from the head's clustering of the embedding: the ``resp``-weighted
     mean of the rows of ``emb`` per cluster, or a k-means++ pick for clusters holding less
@@ -408,11 +414,10 @@ class BayesSCDC(DeepClusteringBase):
 
     def _decide_head(self, links: LinkData | None) -> bool:
         """Whether this fit uses the cluster head: ``cluster_head`` "on"/"off", or under
-        "auto" when there are links and the linked items have fewer than
-        :data:`SPARSE_LINKS_PER_ITEM` links each on average."""
+        "auto" when the links are sparse (:func:`sparse_links`)."""
         if self.cluster_head != "auto":
             return self.cluster_head == "on"
-        return links is not None and links_per_linked_item(links) < SPARSE_LINKS_PER_ITEM
+        return sparse_links(links)
 
     def _collapse_advice(self) -> str:
         """The base's advice and, for sparse links fitted without the head, the head."""
@@ -428,9 +433,7 @@ class BayesSCDC(DeepClusteringBase):
         K, d = self.n_clusters, self.latent_dim
         n, n_obs = data.obs.shape
         links = data.links
-        self._sparse_links = links is not None and (
-            links_per_linked_item(links) < SPARSE_LINKS_PER_ITEM
-        )
+        self._sparse_links = sparse_links(links)
         self.uses_cluster_head_ = self._decide_head(links)
         encoder, decoder, head = self._make_networks(n_obs)
         self.encoder_, self.decoder_ = encoder.to(self._device), decoder.to(self._device)
