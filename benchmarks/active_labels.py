@@ -3,13 +3,14 @@
 For every label set with gold: start from one random label per task, then rounds of a batch of
 5% of the tasks; each round a strategy picks tasks, the replay reveals an unused real label of
 each picked task (`crowdbayes.active.LabelPool`), and the model is refitted warm
-(`fit(labels, init=model)`); up to the whole pool. Strategies: the model's own
-(`auto`, `information`, `accuracy`, `uncertainty`) and the pool baselines `round_robin` (the
-tasks with fewest labels) and `random`. Per set, mean over seeds of: the area under the
-accuracy–budget curve (accuracy averaged over a grid of budgets from the start to the whole
-pool, budget as a fraction of the pool), the labels needed to reach round-robin's full-pool
-accuracy minus 0.005, and the gap between the model's gold-free accuracy estimate and the
-accuracy against gold.
+(`fit(labels, init=model)`), with a cold fit kept instead when its objective is higher, every
+time the labels have grown by 25% (`crowdbayes.active.WarmRefit`); up to the whole pool.
+Strategies: the model's own (`auto`, `information`, `accuracy`, `uncertainty`) and the pool
+baselines `round_robin` (the tasks with fewest labels) and `random`. Per set, mean over seeds
+of: the area under the accuracy–budget curve (accuracy averaged over a grid of budgets from the
+start to the whole pool, budget as a fraction of the pool), the labels needed to reach
+round-robin's full-pool accuracy minus 0.005, and the gap between the model's gold-free
+accuracy estimate and the accuracy against gold.
 
     CROWDBAYES_DATA=../shared/data .venv/bin/python benchmarks/active_labels.py \\
         [--sets rte temp] [--seeds 5] [--model bayes-ds] [--output benchmarks/results/x.md]
@@ -40,13 +41,12 @@ from _common import (  # noqa: E402
     markdown_table,
     write_report,
 )
-from crowdbayes.active import LabelPool, simulate  # noqa: E402
+from crowdbayes.active import LabelPool, WarmRefit, simulate  # noqa: E402
 from crowdbayes.datasets import load_labels  # noqa: E402
 from crowdbayes.models.labels import (  # noqa: E402
     BayesianDawidSkene,
     CommunityDawidSkene,
     DawidSkene,
-    StatsLabelModel,
 )
 
 SETS = (
@@ -56,15 +56,6 @@ SETS = (
 STRATEGIES = ("auto", "accuracy", "uncertainty", "round_robin", "random")
 MODELS = {"bayes-ds": BayesianDawidSkene, "ds": DawidSkene, "community-ds": CommunityDawidSkene}
 GRID = np.linspace(0.0, 1.0, 41)
-
-
-def warm_refit(model, pool) -> None:
-    """Refit on the pool's labels, from the previous fit's globals when the model has them."""
-    (labels,) = pool.fit_args()
-    if isinstance(model, StatsLabelModel) and model.is_fitted():
-        model.fit(labels, init=model)
-    else:
-        model.fit(labels)
 
 
 def run(name: str, strategy: str, seed: int, args) -> pd.DataFrame:
@@ -78,7 +69,7 @@ def run(name: str, strategy: str, seed: int, args) -> pd.DataFrame:
             pool,
             batch=batch,
             strategy=strategy,
-            refit=warm_refit,
+            refit=WarmRefit(args.restart_growth),
             random_state=seed,
         )
     total = len(data.labels)
@@ -163,8 +154,16 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, default=5)
     parser.add_argument("--batch", type=float, default=0.05, help="share of the tasks per round")
     parser.add_argument("--model", choices=list(MODELS), default="bayes-ds")
+    parser.add_argument(
+        "--restart-growth",
+        type=float,
+        default=0.25,
+        help="cold refit (kept if its objective is higher) when the labels grew by this share "
+        "since the last one (crowdbayes.active.WarmRefit); 0: never",
+    )
     parser.add_argument("--output", type=Path)
     args = parser.parse_args()
+    args.restart_growth = args.restart_growth or None
     start = time.perf_counter()
     records = []
     for name in args.sets:
@@ -181,9 +180,10 @@ def main() -> None:
         *machine_lines(),
         f"- total run time {time.perf_counter() - start:.0f} s",
         "",
-        f"Model `{args.model}`, warm refits; start one random label per task; rounds of "
-        f"{args.batch:.0%} of the tasks; {args.seeds} seeds; budget = share of the label pool "
-        "used after the start.",
+        f"Model `{args.model}`, warm refits (cold refit kept if better every "
+        f"{args.restart_growth or 0:.0%} growth; 0%: never); start one random label per task; "
+        f"rounds of {args.batch:.0%} of the tasks; {args.seeds} seeds; budget = share of the "
+        "label pool used after the start.",
         "",
         "## Area under the accuracy–budget curve",
         "",

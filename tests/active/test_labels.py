@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from crowdbayes import BayesianDawidSkene, MajorityVote
-from crowdbayes.active import LabelPool, simulate
+from crowdbayes.active import LabelPool, WarmRefit, simulate
 from crowdbayes.datasets import simulate_labels
 
 
@@ -74,3 +74,46 @@ def test_the_whole_pool_is_used_and_worker_aware_replay_works(sim):
         simulate(MajorityVote(), pool, batch=0)
     with pytest.raises(ValueError, match="start must be at least 1"):
         LabelPool(sim.labels, sim.truth, start=0)
+
+
+def _flipped(model):
+    """``model`` with its classes' confusion rows swapped: a label-switched mode to start from."""
+    model.globals_ = model.from_primary(
+        model.globals_["alpha"][:, ::-1, :].copy(), model.globals_["beta"][::-1].copy()
+    )
+    return model
+
+
+def test_warm_refit_replaces_a_stuck_warm_fit_by_a_better_cold_one(sim):
+    pool = LabelPool(sim.labels, sim.truth, start=3, random_state=0)
+    scores = {}
+    for growth in (None, 0.25):
+        refit = WarmRefit(growth)
+        model = refit(BayesianDawidSkene(), pool)  # the first fit is cold
+        assert pool.score(model) > 0.8
+        _flipped(model)
+        pool.reveal(pd.DataFrame({"task": pool.candidates(False)[:120]}), np.random.default_rng(0))
+        refit(model, pool)  # 570 labels after 450: a cold fit is due
+        scores[growth] = pool.score(model), refit.n_restarts
+        pool.seen[:] = False  # back to the same start for the next run
+        pool.seen[LabelPool(sim.labels, sim.truth, start=3, random_state=0).seen] = True
+    assert scores[None][0] < 0.5 and scores[None][1] == 0  # the warm fit keeps the switched mode
+    assert scores[0.25][0] > 0.8 and scores[0.25][1] == 1
+
+
+def test_warm_refit_runs_cold_fits_on_a_geometric_schedule(sim):
+    calls = []
+
+    class Counting(BayesianDawidSkene):
+        def fit(self, labels, *, init=None):
+            calls.append(("warm" if init is not None else "cold", labels.n_labels))
+            return super().fit(labels, init=init)
+
+    pool = LabelPool(sim.labels, sim.truth, start=1, random_state=0)
+    simulate(Counting(), pool, batch=30, budget=360, strategy="random", refit=WarmRefit(0.5))
+    cold = [n for kind, n in calls if kind == "cold"]
+    # the start, then each time the labels reach 1.5 × those of the last cold fit
+    assert cold == [150, 240, 360]
+    assert sum(kind == "warm" for kind, _ in calls) == 7  # every round after the first fit
+    with pytest.raises(ValueError, match="restart_growth"):
+        WarmRefit(0)

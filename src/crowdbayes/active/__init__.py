@@ -8,11 +8,13 @@ a model's internals:
   strategy asks, the pool reveals matching unused answers, the model is refitted, and the
   accuracy against gold and the model's own gold-free estimate are recorded against budget;
 - :class:`LabelPool` (class labels) and :class:`PairPool` (pairwise comparisons) are the pools;
+- :class:`WarmRefit` refits each round from the previous fit, with cold fits on a geometric
+  schedule that replace it when their objective is higher;
 - ``"round_robin"`` and ``"random"`` are the model-free baselines a pool can play.
 """
 
 from .labels import LabelPool
 from .pairs import PairPool
-from .replay import Pool, simulate
+from .replay import Pool, WarmRefit, simulate
 
-__all__ = ["simulate", "Pool", "LabelPool", "PairPool"]
+__all__ = ["simulate", "Pool", "WarmRefit", "LabelPool", "PairPool"]

@@ -22,7 +22,7 @@ import pandas as pd
 
 from .._utils import RandomState, as_generator
 
-__all__ = ["Pool", "SeenAnswers", "rows_by_key", "simulate", "POOL_STRATEGIES"]
+__all__ = ["Pool", "SeenAnswers", "WarmRefit", "rows_by_key", "simulate", "POOL_STRATEGIES"]
 
 #: strategies a pool plays without asking the model
 POOL_STRATEGIES = ("round_robin", "random")
@@ -80,6 +80,55 @@ def rows_by_key(keys, rows) -> dict:
     for key, row in zip(keys, rows, strict=True):
         slots.setdefault(key, []).append(int(row))
     return slots
+
+
+class WarmRefit:
+    """A ``refit`` for :func:`simulate`: each round continues from the previous fit
+    (``model.fit(*pool.fit_args(), init=model)``), and whenever the answers seen have grown by a
+    factor ``1 + restart_growth`` since the last cold fit, a cold fit of a fresh copy runs too and
+    the one with the higher final objective (the last value of the model's ``history_name``
+    trace: the EM log-likelihood, the ELBO) is kept.
+
+    Why: a warm start stays in the basin of the mode it starts from. Early rounds see few labels
+    per task, chosen by the strategy, and can put the fit in a mode the later data no longer
+    support (S_Adult, information gain, one label per task at the start: a warm-refitted
+    Bayesian Dawid–Skene ended at 0.30 accuracy with the whole pool, where a cold fit of the
+    same labels reaches 0.74). Cold fits on a geometric schedule cost a bounded share of the
+    replay: with growth ``g`` the cold fits' labels sum to at most ``(1 + g) / g`` times the
+    final pool, against one warm pass per round. ``restart_growth=None`` never restarts; models
+    without an objective trace are only refitted warm.
+    """
+
+    def __init__(self, restart_growth: float | None = 0.25) -> None:
+        if restart_growth is not None and restart_growth <= 0:
+            raise ValueError(f"restart_growth must be positive or None; got {restart_growth}")
+        self.restart_growth = restart_growth
+        self.cold_at: int | None = None
+        self.n_restarts = 0  # cold fits that beat the warm one
+
+    def __call__(self, model, pool: Pool):
+        args = pool.fit_args()
+        if not model.is_fitted():
+            self.cold_at = pool.n_observed
+            return model.fit(*args)
+        model.fit(*args, init=model)
+        if self.restart_growth is None or final_objective(model) is None:
+            return model
+        if pool.n_observed < (1 + self.restart_growth) * (self.cold_at or 0):
+            return model
+        self.cold_at = pool.n_observed
+        cold = type(model)(**model.get_params()).fit(*args)
+        if final_objective(cold) > final_objective(model):
+            self.n_restarts += 1
+            model.__dict__.update(cold.__dict__)
+        return model
+
+
+def final_objective(model) -> float | None:
+    """The last value of a fitted model's objective trace (``history_name``), if it keeps one."""
+    name = getattr(model, "history_name", None)
+    history = getattr(model, name, None) if name else None
+    return float(history[-1]) if history is not None and len(history) else None
 
 
 def simulate(
