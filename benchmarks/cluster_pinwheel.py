@@ -19,6 +19,9 @@ other option at its default, once per ``--cli-epochs`` value (none: the default 
 reports accuracy, NMI, clusters used, restarts that collapsed and warnings::
 
     .venv/bin/python benchmarks/cluster_pinwheel.py --cli --cli-epochs 0 50 100 200
+
+``--jobs N`` runs the command lines in N processes (one torch thread each; on a machine with
+N free cores the 20 runs above take about as long as the slowest one).
 """
 
 from __future__ import annotations
@@ -90,8 +93,12 @@ def one_run(seed: int, with_links: bool, n_init: int, args, model_class=BayesSCD
 
 def cli_run(seed: int, epochs: int, folder: Path) -> dict:
     """``crowdbayes cluster fit`` on the pinwheel of ``seed`` written to CSV (``one_run``'s
-    data and links), ``--clusters 15`` and ``--epochs epochs`` (0: the default)."""
+    data and links), ``--clusters 15`` and ``--epochs epochs`` (0: the default), in a folder of
+    its own under ``folder`` (runs may go in parallel)."""
     import warnings
+
+    folder = folder / f"seed{seed}_epochs{epochs}"
+    folder.mkdir()
 
     import pandas as pd
 
@@ -123,8 +130,14 @@ def cli_run(seed: int, epochs: int, folder: Path) -> dict:
     table = pd.read_csv(out).sort_values("item")
     pred = table["cluster"].to_numpy()
     notes = [str(w.message).split(". ")[0][:60] for w in caught if "collapse" in str(w.message)]
+    accuracy = unsupervised_accuracy(y, pred)
+    print(
+        f"epochs {epochs or 'default'} seed {seed}: {accuracy:.3f} ({seconds:.0f} s)",
+        file=sys.stderr,
+        flush=True,
+    )
     return {
-        "acc": unsupervised_accuracy(y, pred),
+        "acc": accuracy,
         "nmi": normalized_mutual_info(y, pred),
         "used": int(np.unique(pred).size),
         "seconds": seconds,
@@ -135,30 +148,39 @@ def cli_run(seed: int, epochs: int, folder: Path) -> dict:
 
 def cli_report(args) -> list[str]:
     import tempfile
+    from concurrent.futures import ProcessPoolExecutor
 
     lines = [
         "| epochs | seed | accuracy | NMI | clusters used | seconds | collapse warning |",
         "|---|---|---|---|---|---|---|",
     ]
-    summary = []
+    runs = [(epochs, seed) for epochs in args.cli_epochs for seed in args.seeds]
     with tempfile.TemporaryDirectory() as tmp:
-        for epochs in args.cli_epochs:
-            rows = []
-            for seed in args.seeds:
-                row = cli_run(seed, epochs, Path(tmp))
-                rows.append(row)
-                shown = epochs or "default (20)"
-                lines.append(
-                    f"| {shown} | {seed} | {row['acc']:.3f} | {row['nmi']:.3f} | {row['used']} "
-                    f"| {row['seconds']:.1f} | {row['warnings']} |"
-                )
-                print(lines[-1], file=sys.stderr, flush=True)
-            accs = [r["acc"] for r in rows]
-            used = [r["used"] for r in rows]
-            summary.append(
-                f"| {epochs or 'default (20)'} | {np.mean(accs):.3f} | {min(accs):.3f} | "
-                f"{min(used)}–{max(used)} |"
+        if args.jobs > 1:  # the longest runs first; one torch thread per process
+            with ProcessPoolExecutor(
+                args.jobs, initializer=torch.set_num_threads, initargs=(1,)
+            ) as pool:
+                longest_first = sorted(runs, key=lambda run: -(run[0] or 20))
+                futures = {
+                    run: pool.submit(cli_run, run[1], run[0], Path(tmp)) for run in longest_first
+                }
+                results = {run: futures[run].result() for run in runs}
+        else:
+            results = {run: cli_run(run[1], run[0], Path(tmp)) for run in runs}
+    summary = []
+    for epochs in args.cli_epochs:
+        rows = [results[epochs, seed] for seed in args.seeds]
+        for seed, row in zip(args.seeds, rows, strict=True):
+            lines.append(
+                f"| {epochs or 'default (20)'} | {seed} | {row['acc']:.3f} | {row['nmi']:.3f} "
+                f"| {row['used']} | {row['seconds']:.1f} | {row['warnings']} |"
             )
+        accs = [r["acc"] for r in rows]
+        used = [r["used"] for r in rows]
+        summary.append(
+            f"| {epochs or 'default (20)'} | {np.mean(accs):.3f} | {min(accs):.3f} | "
+            f"{min(used)}–{max(used)} |"
+        )
     lines += ["", "Per epoch setting, over the seeds:", ""]
     lines += ["| epochs | mean accuracy | lowest accuracy | clusters used |", "|---|---|---|---|"]
     return lines + summary
@@ -201,6 +223,9 @@ def main() -> None:
     parser.add_argument("--plot", type=Path, default=None, help="PNG of the first seed's fits")
     parser.add_argument("--cli", action="store_true", help="run the command line (module doc)")
     parser.add_argument("--cli-epochs", type=int, nargs="+", default=[0])
+    parser.add_argument(
+        "--jobs", type=int, default=1, help="--cli runs in parallel processes (1 thread each)"
+    )
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     if args.cli:
