@@ -43,6 +43,7 @@ Usage (from the repository root; ``nice -n 19`` on a shared machine)::
     nice -n 19 .venv/bin/python benchmarks/active_pairs.py --speed \\
         --output benchmarks/results/active_pairs_speed.md
 
+``--jobs N`` runs the (fold, strategy) replays in N processes (set ``OMP_NUM_THREADS=1``).
 Without ``--output`` the report goes to the temporary folder. A CSV of every round is written
 beside the report.
 """
@@ -54,6 +55,8 @@ import sys
 import tempfile
 import time
 import warnings
+from concurrent.futures import ProcessPoolExecutor
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -120,36 +123,45 @@ def warm_refit(model, pool):
 
 # --------------------------------------------------------------------------- the replay
 def run_replays(args, pool_table, gold_table, features, topics) -> pd.DataFrame:
-    rows = []
-    for k, topic in enumerate(topics):
-        pool = pool_table[pool_table["topic"] != topic].drop(columns="topic")
-        gold = gold_table[gold_table["topic"] == topic]
-        for name in args.strategies:
-            strategy, worker_aware = name.removesuffix("+workers"), name.endswith("+workers")
-            replay_pool = PairPool(
-                pool, gold, features, start=args.start, random_state=args.seed + k
-            )
-            start = time.perf_counter()
-            record = simulate(
-                make_model(args, args.seed + k),
-                replay_pool,
-                batch=args.batch,
-                budget=args.budget,
-                strategy=strategy,
-                worker_aware=worker_aware,
-                refit=warm_refit,
-                random_state=args.seed + k,
-            )
-            seconds = time.perf_counter() - start
-            rows.append(record.assign(fold=k, topic=topic, strategy=name))
-            at = record.set_index("n_answers")["accuracy"]
-            print(
-                f"{k + 1}/{len(topics)} {topic[:40]:40s} {name:22s} "
-                + " ".join(f"{b}:{at.get(b, np.nan):.3f}" for b in (10, 50, 100, args.budget))
-                + f" ({seconds:.0f} s, load {load_average()})",
-                flush=True,
-            )
-    return pd.concat(rows, ignore_index=True)
+    """Every (fold, strategy) replay; ``args.jobs`` of them at a time in separate processes."""
+    runs = [(k, topic, name) for k, topic in enumerate(topics) for name in args.strategies]
+    replay = partial(one_replay, args, pool_table, gold_table, features, len(topics))
+    if args.jobs > 1:
+        with ProcessPoolExecutor(args.jobs) as workers:
+            records = list(workers.map(replay, *zip(*runs, strict=True)))
+    else:
+        records = [replay(*run) for run in runs]
+    return pd.concat(records, ignore_index=True)
+
+
+def one_replay(args, pool_table, gold_table, features, n_folds, k, topic, name) -> pd.DataFrame:
+    """The replay of strategy ``name`` on fold ``k`` (``topic`` held out)."""
+    pool = pool_table[pool_table["topic"] != topic].drop(columns="topic")
+    gold = gold_table[gold_table["topic"] == topic]
+    strategy, worker_aware = name.removesuffix("+workers"), name.endswith("+workers")
+    replay_pool = PairPool(pool, gold, features, start=args.start, random_state=args.seed + k)
+    start = time.perf_counter()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DataWarning)
+        record = simulate(
+            make_model(args, args.seed + k),
+            replay_pool,
+            batch=args.batch,
+            budget=args.budget,
+            strategy=strategy,
+            worker_aware=worker_aware,
+            refit=warm_refit,
+            random_state=args.seed + k,
+        )
+    seconds = time.perf_counter() - start
+    at = record.set_index("n_answers")["accuracy"]
+    print(
+        f"{k + 1}/{n_folds} {topic[:40]:40s} {name:22s} "
+        + " ".join(f"{b}:{at.get(b, np.nan):.3f}" for b in (10, 50, 100, args.budget))
+        + f" ({seconds:.0f} s, load {load_average()})",
+        flush=True,
+    )
+    return record.assign(fold=k, topic=topic, strategy=name)
 
 
 def summarise(table: pd.DataFrame, budget: int) -> tuple[pd.DataFrame, pd.DataFrame, list[str]]:
@@ -319,6 +331,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5, help="--speed: rounds timed")
     parser.add_argument("--output", type=Path, default=None)
     parser.add_argument("--plot", type=Path, default=None)
+    parser.add_argument("--jobs", type=int, default=1, help="replays run in parallel processes")
     args = parser.parse_args()
     root = resolve_data_root()
     header = machine_lines()

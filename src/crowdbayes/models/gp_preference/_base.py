@@ -167,7 +167,7 @@ class GPPreferenceBase(Estimator):
 
     # ------------------------------------------------------------------ what to ask next
     question_strategies = PAIR_QUESTION_VALUES
-    #: what ``strategy="auto"`` means (benchmarks/results/active_pairs.md)
+    #: what ``strategy="auto"`` means (benchmarks/results/active_pairs_strict.md)
     default_question_strategy: ClassVar[str] = "information"
     #: without ``candidates``: every pair of the fitted items when there are at most this
     #: many, else this many distinct pairs drawn uniformly at random (``random_state``)
