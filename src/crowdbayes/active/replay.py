@@ -120,7 +120,7 @@ class WarmRefit:
         cold = type(model)(**model.get_params()).fit(*args)
         if final_objective(cold) > final_objective(model):
             self.n_restarts += 1
-            model.__dict__.update(cold.__dict__)
+            model._set_state(cold._get_state())  # the estimator contract's fitted state
         return model
 
 
