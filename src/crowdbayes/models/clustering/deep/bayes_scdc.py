@@ -139,10 +139,12 @@ that regularised information maximisation uses for discriminative clustering (Kr
 & Gomes 2010; the conditional-entropy half is already in :math:`\mathcal J`). It shapes the
 head's training only: the bound that picks the state and the restart is :math:`\mathcal J`.
 
-Measured (``benchmarks/results/cluster_faces.md``, ``cluster_defaults.md`` §7): on the faces
-with SCDC's settings (λ = 30, Adam 3e-3, 10 restarts) mean NMI over seeds 0–4 0.642 / 0.845 at
-1,000 / 2,000 links (SCDC 0.642 / 0.852); with the balanced protocol 0.593 / 0.694 (SCDC
-0.528 / 0.643); at the class default λ = 1 with 3 restarts 0.581 (seed 0, 1,000 links).
+Measured (``benchmarks/results/cluster_faces.md``, ``cluster_defaults.md`` §7–8): on the faces
+with SCDC's settings (λ = 30, Adam 3e-3, 10 restarts) mean NMI over seeds 0–4 0.735 / 0.854 at
+1,000 / 2,000 links (SCDC 0.642 / 0.852; without the balance term below 0.642 / 0.845); with
+the balanced protocol 0.720 / 0.867 (SCDC 0.528 / 0.643; without the balance term 0.593 /
+0.694); at the class default λ = 1 with 3 restarts 0.581 (seed 0, 1,000 links, before the
+balance term).
 On three well-separated blobs with 3.6 links per item (the collapse tests' data, 4 seeds, one
 restart) the head at λ = 1 scored 0.61–0.82 (mean 0.69) against 0.60–0.98 (mean 0.80)
 without it, and 0.83–1.00 (mean 0.93) at λ = 10. Hence the default stays ``"off"`` (the
