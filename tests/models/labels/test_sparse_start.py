@@ -61,7 +61,7 @@ MODELS = {
 # - MACE-VB: the Dirichlet(10) strategy prior forces spammers to label uniformly, so a worker's
 #   bias must be read as honest labels; strategy_prior=1 passes all 12 sets at two labels but
 #   costs duchenne and web 0.006 and 0.011 with all labels (below crowd-kit's MACE).
-# - BDS, CDS: see their docstrings; S_Adult is below majority vote at every budget for the
+# - BDS: see its docstring; S_Adult is below majority vote at every budget for the
 #   Dawid-Skene family (all labels: 0.739-0.766 against 0.760).
 # - MMSR and KOS estimate skills from the agreement of pairs of workers, which two labels per
 #   task leave nearly empty.
@@ -75,7 +75,6 @@ BELOW_MAJORITY_VOTE = {
         "web": (0.436, 0.553),
     },
     "BDS": {"s_adult": (0.651, 0.682), "s_rel": (0.410, 0.455)},
-    "CDS": {"bluebird": (0.556, 0.639), "web": (0.505, 0.553)},
     "GLAD": {"trec": (0.603, 0.614)},
     "MMSR": {"bluebird": (0.620, 0.639), "dog": (0.705, 0.713), "wsd": (0.968, 0.974)},
     "KOS": {
