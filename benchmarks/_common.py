@@ -298,6 +298,28 @@ class PeakRSS:
             self.hwm_mib = (_status_kib("VmHWM") - self._baseline) / 1024
 
 
+def run_in_processes(
+    function: Callable,
+    calls: list[tuple],
+    jobs: int,
+    *,
+    initializer: Callable | None = None,
+    initargs: tuple = (),
+    first=None,
+) -> list:
+    """``function(*call)`` for every call, in ``jobs`` processes when ``jobs > 1`` (submitted
+    in the order of the key ``first``, if given: the longest first); results in ``calls``'
+    order."""
+    if jobs <= 1:
+        return [function(*call) for call in calls]
+    from concurrent.futures import ProcessPoolExecutor
+
+    order = sorted(range(len(calls)), key=lambda i: first(calls[i])) if first else range(len(calls))
+    with ProcessPoolExecutor(jobs, initializer=initializer, initargs=initargs) as pool:
+        futures = {i: pool.submit(function, *calls[i]) for i in order}
+        return [futures[i].result() for i in range(len(calls))]
+
+
 def write_report(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".tmp-{path.name}")

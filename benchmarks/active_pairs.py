@@ -55,7 +55,6 @@ import sys
 import tempfile
 import time
 import warnings
-from concurrent.futures import ProcessPoolExecutor
 from functools import partial
 from pathlib import Path
 
@@ -72,6 +71,7 @@ from _common import (  # noqa: E402
     machine_lines,
     markdown_table,
     resolve_data_root,
+    run_in_processes,
     write_report,
 )
 from crowdbayes.active import simulate  # noqa: E402
@@ -126,12 +126,7 @@ def run_replays(args, pool_table, gold_table, features, topics) -> pd.DataFrame:
     """Every (fold, strategy) replay; ``args.jobs`` of them at a time in separate processes."""
     runs = [(k, topic, name) for k, topic in enumerate(topics) for name in args.strategies]
     replay = partial(one_replay, args, pool_table, gold_table, features, len(topics))
-    if args.jobs > 1:
-        with ProcessPoolExecutor(args.jobs) as workers:
-            records = list(workers.map(replay, *zip(*runs, strict=True)))
-    else:
-        records = [replay(*run) for run in runs]
-    return pd.concat(records, ignore_index=True)
+    return pd.concat(run_in_processes(replay, runs, args.jobs), ignore_index=True)
 
 
 def one_replay(args, pool_table, gold_table, features, n_folds, k, topic, name) -> pd.DataFrame:

@@ -40,7 +40,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
-from _common import command_line, load_average, machine_lines, write_report  # noqa: E402
+from _common import (  # noqa: E402
+    command_line,
+    load_average,
+    machine_lines,
+    run_in_processes,
+    write_report,
+)
 from crowdbayes.datasets.clustering import make_pinwheel, simulate_pair_links  # noqa: E402
 from crowdbayes.metrics.clustering import (  # noqa: E402
     normalized_mutual_info,
@@ -148,7 +154,6 @@ def cli_run(seed: int, epochs: int, folder: Path) -> dict:
 
 def cli_report(args) -> list[str]:
     import tempfile
-    from concurrent.futures import ProcessPoolExecutor
 
     lines = [
         "| epochs | seed | accuracy | NMI | clusters used | seconds | collapse warning |",
@@ -156,17 +161,16 @@ def cli_report(args) -> list[str]:
     ]
     runs = [(epochs, seed) for epochs in args.cli_epochs for seed in args.seeds]
     with tempfile.TemporaryDirectory() as tmp:
-        if args.jobs > 1:  # the longest runs first; one torch thread per process
-            with ProcessPoolExecutor(
-                args.jobs, initializer=torch.set_num_threads, initargs=(1,)
-            ) as pool:
-                longest_first = sorted(runs, key=lambda run: -(run[0] or 20))
-                futures = {
-                    run: pool.submit(cli_run, run[1], run[0], Path(tmp)) for run in longest_first
-                }
-                results = {run: futures[run].result() for run in runs}
-        else:
-            results = {run: cli_run(run[1], run[0], Path(tmp)) for run in runs}
+        # the longest runs first; one torch thread per process
+        rows = run_in_processes(
+            cli_run,
+            [(seed, epochs, Path(tmp)) for epochs, seed in runs],
+            args.jobs,
+            initializer=torch.set_num_threads,
+            initargs=(1,),
+            first=lambda call: -(call[1] or 20),
+        )
+    results = dict(zip(runs, rows, strict=True))
     summary = []
     for epochs in args.cli_epochs:
         rows = [results[epochs, seed] for seed in args.seeds]
