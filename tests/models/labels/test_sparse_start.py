@@ -23,35 +23,19 @@ import pandas as pd
 import pytest
 
 from crowdbayes import (
-    GLAD,
     KOS,
     MACE,
-    MMSR,
-    BayesianDawidSkene,
-    CommunityDawidSkene,
     DawidSkene,
     HierarchicalAnnotation,
     MajorityVote,
-    Wawa,
-    ZeroBasedSkill,
 )
 from crowdbayes.active import LabelPool
 from crowdbayes.datasets import load_labels, simulate_labels
 from crowdbayes.exceptions import ConvergenceWarning
+from label_models import LABEL_MODELS
 from label_sets import GOLD_SETS
 
-MODELS = {
-    "DS": DawidSkene,
-    "BDS": BayesianDawidSkene,
-    "CDS": CommunityDawidSkene,
-    "GLAD": GLAD,
-    "MACE": MACE,
-    "MACE-VB": lambda: MACE(variational=True),
-    "MMSR": MMSR,
-    "KOS": KOS,
-    "Wawa": Wawa,
-    "ZBS": ZeroBasedSkill,
-}
+MODELS = LABEL_MODELS
 
 # At two labels per task a worker has a handful of labels, each paired with one other worker's:
 # the workers are barely identified, and these fits end below majority vote (model / majority
