@@ -1,12 +1,19 @@
 """Every label model on imbalanced classes: the model's own simulated data, ten per cent
-positives, three labels per task.
+positives, three labels per task, ten workers (1,000 tasks, three sets).
 
-Where the data identify the classes (three labels per task), a prior that pulls the classes
-towards equal shares decides between modes a few nats apart: a constant Dirichlet(100) on the
-prevalence of BayesianDawidSkene (30 for CommunityDawidSkene), chosen for sparse two-label
-starts, put accuracy at 0.68–0.81 here against majority vote's 0.83–0.88 (the prior is now as
-strong as the data are two-view: ``identified_prevalence_concentration``). Pinned against
-majority vote (minus 0.005) on the mean over three simulated sets.
+Pinned against majority vote (minus 0.005) on the mean over the three sets. Known failures
+(strict xfails, measured 2026-11-27):
+
+- BayesianDawidSkene and CommunityDawidSkene: their constant prevalence priors (Dirichlet(100)
+  and (30), chosen so that sparse two-label starts of the real shared sets do not put every
+  task in one class) pull the classes towards equal shares, and here the truth and a balanced
+  mode are a few nats of likelihood apart: 0.708 and 0.765, against majority vote's 0.837 and
+  0.916 / 0.907 with a flat prior (test below). A prior as strong as the share of two-view
+  tasks (flat once every task has three labels) fixed this but broke three-label starts of the
+  real sets (bluebird 0.556, web 0.528 against majority vote's 0.698, 0.627;
+  ``benchmarks/results/active_sparse_two_view.md``): the collapse there comes from workers
+  with few labels, not from two views alone. Issue 16.
+- M-MSR estimates skills from the agreement of pairs of workers and has no class prior: 0.822.
 """
 
 from __future__ import annotations
@@ -20,13 +27,10 @@ import pytest
 from crowdbayes import BayesianDawidSkene, CommunityDawidSkene, MajorityVote
 from crowdbayes.datasets import simulate_labels
 from crowdbayes.exceptions import ConvergenceWarning
-from crowdbayes.models.labels._base import identified_prevalence_concentration
 from label_models import LABEL_MODELS
 
 MODELS = LABEL_MODELS
-# M-MSR estimates skills from the agreement of pairs of workers and has no class prior: 0.822
-# against majority vote's 0.837 here (measured 2026-11-27)
-BELOW_MAJORITY_VOTE = {"MMSR": 0.822}
+BELOW_MAJORITY_VOTE = {"BDS": 0.708, "CDS": 0.765, "MMSR": 0.822}
 SEEDS = (0, 1, 2)
 
 
@@ -68,27 +72,9 @@ def test_at_least_majority_vote_on_imbalanced_classes(key):
 
 
 @pytest.mark.parametrize("model_class", [BayesianDawidSkene, CommunityDawidSkene])
-def test_a_constant_strong_prevalence_prior_is_what_fails_here(model_class):
-    """The same data with the old constant priors: far below majority vote — the test above
-    can fail, and the two-view rule is what passes it."""
+def test_a_flat_prevalence_prior_passes(model_class):
+    """The same data with a flat Dirichlet(1) on the prevalence: the defaults' prior is what
+    fails above (the test there can pass)."""
     sets, majority = _simulated()
-    strong = model_class.two_view_prevalence
-    score = np.mean([_accuracy(model_class(prior_prevalence=strong), sim) for sim in sets])
-    assert score < majority - 0.02
-
-
-def test_prevalence_concentration_follows_the_share_of_two_view_tasks():
-    assert identified_prevalence_concentration(10, 10, 100.0) == 100.0
-    assert identified_prevalence_concentration(0, 10, 100.0) == 1.0
-    assert identified_prevalence_concentration(5, 10, 100.0) == pytest.approx(50.5)
-    assert identified_prevalence_concentration(0, 0, 100.0) == 100.0  # nothing feeds back
-
-
-def test_bayesian_dawid_skene_prior_is_strong_at_a_two_label_start_and_flat_at_three():
-    sim = simulate_labels(n_tasks=200, n_workers=10, labels_per_task=3, random_state=0)
-    frame = sim.labels
-    two = frame.groupby("task").head(2)
-    for data, expected in ((frame, 1.0), (two, 100.0)):
-        model = BayesianDawidSkene().fit(data)
-        stats = model.stats_
-        assert model._prevalence_concentration(stats) == pytest.approx(expected)
+    score = np.mean([_accuracy(model_class(prior_prevalence=1.0), sim) for sim in sets])
+    assert score >= majority + 0.05

@@ -107,7 +107,7 @@ def test_bayesian_elbo_from_statistics_matches_direct_formula():
     expected += (resp.sum(axis=1) * e_log_pi).sum()
     positive = resp[resp > 0]
     entropy = -(positive * np.log(positive)).sum()
-    alpha_prior, beta_prior = model._priors(stats)
+    alpha_prior, beta_prior = model._priors(3)
     direct = (
         expected + entropy - kl(after["beta"], beta_prior) - kl(after["alpha"], alpha_prior).sum()
     )

@@ -38,36 +38,6 @@ def feedback_tasks(labels) -> np.ndarray:
     return labels.cross_checked_tasks()
 
 
-def two_view_counts(labels) -> tuple[float, float]:
-    """``(two-view tasks, tasks that feed back)``: the tasks exactly two workers labelled and
-    that have no gold, and all the tasks of :func:`feedback_tasks` (sums over partitions)."""
-    checked = feedback_tasks(labels)
-    two_view = (labels.workers_per_task == 2) & (labels.gold_codes < 0)
-    return float(two_view.sum()), float(checked.sum())
-
-
-def identified_prevalence_concentration(two_view: float, checked: float, largest: float) -> float:
-    r"""Symmetric Dirichlet concentration of the class prevalence, from how much of the data
-    identifies the classes: :math:`1 + (\text{largest} - 1)\,s`, with :math:`s` the share of
-    the tasks that feed back (:func:`feedback_tasks`) labelled by exactly two workers (1 when
-    none feeds back).
-
-    Why: a latent-class model such as Dawid–Skene is identified from three or more
-    conditionally independent labels per item (Allman, Matias & Rhodes 2009, by Kruskal's
-    theorem), not from two: with two labels per task any split of the classes that keeps each
-    pair's agreement explains the data about as well, and with a flat prior the fit slides to
-    one class holding every task (real shared sets at two random labels per task). A strong
-    symmetric prior settles that, but where the data do identify the classes it only biases
-    them towards equal shares, and a few nats of likelihood are all that separates the truth
-    from a balanced mode: with ten per cent positives and three labels per task (the model's
-    own simulated data) a constant Dirichlet(100) put accuracy at 0.68–0.81 against majority
-    vote's 0.83–0.88 and a flat prior's 0.92. So the prior is as strong as the data are
-    two-view: ``largest`` when every task is, flat (1) when every task has three or more
-    labels (or gold), in proportion between."""
-    share = two_view / checked if checked > 0 else 1.0
-    return 1.0 + (largest - 1.0) * share
-
-
 def vote_share_start(labels: Labels) -> np.ndarray:
     """Class-major starting responsibilities: each task's vote shares, gold tasks one-hot."""
     votes = labels.vote_counts()

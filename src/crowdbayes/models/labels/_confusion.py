@@ -12,9 +12,6 @@ log-prevalences :math:`l_k`, every task of a partition gets
 - ``classes``: :math:`\sum_i r_{ik}`,
 - ``log_evidence``: :math:`\sum_i \log\sum_k \exp(\ldots)` (the EM objective's data term),
 - ``entropy``: :math:`-\sum_{ik} r_{ik}\log r_{ik}` (VB only, ``needs_entropy``),
-- ``two_view_tasks``, ``checked_tasks``: how many tasks two workers labelled and how many feed
-  back (:func:`~crowdbayes.models.labels._base.two_view_counts`; models with
-  ``counts_views``),
 
 all of which add over partitions that split the tasks. One pass is the compiled, threaded
 :func:`~crowdbayes.annotators.confusion_pass.confusion_pass` where it is built, else numpy.
@@ -30,7 +27,7 @@ from ...annotators.confusion_pass import confusion_pass
 from ...data.labels import LabelBlock
 from ...inference.statistics import Globals, Stats
 from ...maths import softmax_classes
-from ._base import clamp_gold, feedback_tasks, two_view_counts, vote_share_start
+from ._base import clamp_gold, feedback_tasks, vote_share_start
 from .statistics import StatsLabelModel
 
 __all__ = ["ConfusionStatsModel", "with_logs"]
@@ -57,24 +54,12 @@ class ConfusionStatsModel(StatsLabelModel):
     #: the global that holds ``exp(log_confusion)`` itself, if the model keeps one (EM's θ):
     #: the compiled pass then needs no ``exp``
     confusion_global: str | None = None
-    #: add the counts of two-view and feedback tasks to the statistics (a prior that depends on
-    #: how identified the classes are: :func:`~._base.identified_prevalence_concentration`)
-    counts_views = False
 
     def initial_stats(self, block: LabelBlock) -> Stats:
         """Statistics of each task's vote shares (gold tasks one-hot): the usual EM start."""
-        stats = self._posterior_stats(block, vote_share_start(block), 0.0, self._cut_tasks(block))
-        return self._with_view_counts(block, stats)
+        return self._posterior_stats(block, vote_share_start(block), 0.0, self._cut_tasks(block))
 
     def local_stats(self, block: LabelBlock, globals_: Globals, tasks: dict | None = None) -> Stats:
-        return self._with_view_counts(block, self._local_stats(block, globals_, tasks))
-
-    def _with_view_counts(self, block: LabelBlock, stats: Stats) -> Stats:
-        if self.counts_views:
-            stats["two_view_tasks"], stats["checked_tasks"] = two_view_counts(block)
-        return stats
-
-    def _local_stats(self, block: LabelBlock, globals_: Globals, tasks: dict | None) -> Stats:
         cut = self._cut_tasks(block)
         # the compiled pass sums the evidence of every task; with a cut the objective counts
         # the tasks that feed back only, which the numpy path does

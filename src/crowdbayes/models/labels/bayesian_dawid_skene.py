@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...base import OPEN_UNIT, POSITIVE, POSITIVE_INT, TOLERANCE, Options
+from ...base import OPEN_UNIT, POSITIVE, POSITIVE_INT, TOLERANCE
 from ...inference.statistics import Globals, Stats
 from ...maths import dirichlet_expected_log, dirichlet_kl, dirichlet_marginal_summary
-from ._base import identified_prevalence_concentration
 from ._confusion import ConfusionStatsModel, with_logs
 
 __all__ = ["BayesianDawidSkene", "confusion_prior"]
@@ -63,31 +62,21 @@ class BayesianDawidSkene(ConfusionStatsModel):
     workers nothing changes.
 
     **Prevalence prior.** With two labels per task the data say little about the workers (two
-    workers of accuracy 0.7 agree 58% of the time against 50% by chance) and do not identify
-    the classes, and a flat Dirichlet(1) prior on :math:`\pi` lets the fit slide to one class
-    holding every task (bluebird, dog, s_rel, web at two random labels per task: 0.05–0.22
-    below majority vote). A Dirichlet(100) (the classes' shares are not extreme unless the
-    data show it) ends that collapse on those four sets; but kept where every task has three
-    labels or more it only pulls the classes towards equal shares, and on imbalanced data that
-    decides between modes whose likelihoods differ by a few nats (ten per cent positives,
-    three labels per task, the model's own simulated data: 0.68–0.81 against majority vote's
-    0.83–0.88). The default ``prior_prevalence="auto"`` is therefore as strong as the data are
-    two-view: Dirichlet(1 + 99 s), with s the share of the tasks that feed back labelled by
-    exactly two workers (``identified_prevalence_concentration`` in
-    :mod:`crowdbayes.models.labels._base`): 100 at a two-label start, 1 when every task has
-    three labels. On the 12 shared sets with every label the mean accuracy is 0.842 (0.843
-    with Dirichlet(100); ``benchmarks/results/active_sparse.md``), at one and two labels per
-    task unchanged, and on the simulated imbalanced data 0.92
-    (``tests/models/labels/test_imbalanced_classes.py``).
+    workers of accuracy 0.7 agree 58% of the time against 50% by chance), and a flat
+    Dirichlet(1) prior on :math:`\pi` lets the fit slide to one class holding every task
+    (bluebird, dog, s_rel, web at two random labels per task: 0.05–0.22 below majority
+    vote). The default Dirichlet(100) says the classes' shares are not extreme unless the
+    data show it (worth 100 tasks per class): at two labels per task it ends that collapse on
+    those four sets, and on the 12 shared sets with every label it moves accuracy by −0.013
+    to +0.009 (``benchmarks/active_sparse.py``).
 
     Parameters
     ----------
     prior_diagonal, prior_off_diagonal : float
         Dirichlet prior concentrations of each confusion row on and off the diagonal. The default
         (2, 1) says, weakly, that a worker is more often right than wrong.
-    prior_prevalence : float or "auto"
-        Symmetric Dirichlet concentration of the class prevalence; ``"auto"``: from the share of
-        two-view tasks (see above).
+    prior_prevalence : float
+        Symmetric Dirichlet concentration of the class prevalence (see above).
     max_iter, tol, progress : see :class:`DawidSkene`.
     credible_level : float
         Mass of the reported central credible intervals.
@@ -102,7 +91,7 @@ class BayesianDawidSkene(ConfusionStatsModel):
     parameter_constraints = {
         "prior_diagonal": [POSITIVE],
         "prior_off_diagonal": [POSITIVE],
-        "prior_prevalence": [POSITIVE, Options("auto")],
+        "prior_prevalence": [POSITIVE],
         "max_iter": [POSITIVE_INT],
         "tol": TOLERANCE,
         "credible_level": [OPEN_UNIT],
@@ -110,7 +99,6 @@ class BayesianDawidSkene(ConfusionStatsModel):
     }
     needs_entropy = True
     cut_single_worker_tasks = True
-    counts_views = True
     primary = ("alpha", "beta")
     history_name = "elbo_history_"
     algorithm = "Bayesian Dawid-Skene VB"
@@ -119,7 +107,7 @@ class BayesianDawidSkene(ConfusionStatsModel):
         self,
         prior_diagonal: float = 2.0,
         prior_off_diagonal: float = 1.0,
-        prior_prevalence: float | str = "auto",
+        prior_prevalence: float = 100.0,
         max_iter: int = 500,
         tol: float | None = 1e-9,
         credible_level: float = 0.9,
@@ -134,27 +122,13 @@ class BayesianDawidSkene(ConfusionStatsModel):
         self.progress = progress
 
     # ------------------------------------------------------------------ sufficient statistics
-    #: the prevalence prior's concentration at a two-view start, with ``"auto"``
-    two_view_prevalence = 100.0
-
-    def _priors(self, stats: Stats) -> tuple[np.ndarray, np.ndarray]:
-        """Dirichlet concentrations of every confusion row and of the prevalence."""
-        n_classes = stats["classes"].shape[0]
+    def _priors(self, n_classes: int) -> tuple[np.ndarray, np.ndarray]:
         alpha = confusion_prior(n_classes, self.prior_diagonal, self.prior_off_diagonal)
-        return alpha, np.full(n_classes, self._prevalence_concentration(stats))
-
-    def _prevalence_concentration(self, stats: Stats) -> float:
-        if self.prior_prevalence != "auto":
-            return float(self.prior_prevalence)
-        if "two_view_tasks" not in stats:  # statistics saved before they were kept
-            return self.two_view_prevalence
-        return identified_prevalence_concentration(
-            stats["two_view_tasks"], stats["checked_tasks"], self.two_view_prevalence
-        )
+        return alpha, np.full(n_classes, float(self.prior_prevalence))
 
     def global_update(self, stats: Stats) -> Globals:
         """q(θ) and q(π): prior concentrations plus the expected counts."""
-        alpha_prior, beta_prior = self._priors(stats)
+        alpha_prior, beta_prior = self._priors(stats["classes"].shape[0])
         return self.from_primary(alpha_prior + stats["confusion"], beta_prior + stats["classes"])
 
     def from_primary(self, alpha: np.ndarray, beta: np.ndarray) -> Globals:
@@ -168,7 +142,7 @@ class BayesianDawidSkene(ConfusionStatsModel):
         r"""ELBO at q(c) of this sweep and the updated q(θ), q(π): the expected log joint is
         :math:`\sum_{jkx} n_{jkx}\,\mathbb{E}\log\theta_{jkx} + \sum_k (\sum_i r_{ik})
         \mathbb{E}\log\pi_k`, a function of the summed statistics only."""
-        alpha_prior, beta_prior = self._priors(stats)
+        alpha_prior, beta_prior = self._priors(stats["classes"].shape[0])
         expected = float((stats["confusion"] * after["log_confusion"]).sum())
         expected += float(stats["classes"] @ after["log_prevalence"])
         return (
@@ -180,7 +154,7 @@ class BayesianDawidSkene(ConfusionStatsModel):
 
     def new_worker_rows(self, n_classes: int) -> np.ndarray:
         """The prior q(θ_j) = p(θ_j) for a worker first seen in a warm start."""
-        return confusion_prior(n_classes, self.prior_diagonal, self.prior_off_diagonal)
+        return self._priors(n_classes)[0]
 
     def _set_global_results(self, ids, globals_: Globals) -> None:
         beta, alpha = globals_["beta"], globals_["alpha"]

@@ -7,18 +7,11 @@ import pandas as pd
 
 from ...annotators import confusion_statistics, label_log_likelihood
 from ...annotators.hierarchical import dirichlet_multinomial_log_likelihoods, fit_dirichlet_rows
-from ...base import OPEN_UNIT, POSITIVE, POSITIVE_INT, TOLERANCE, Options
+from ...base import OPEN_UNIT, POSITIVE, POSITIVE_INT, TOLERANCE
 from ...data import Labels
 from ...inference import run_iterations
 from ...maths import beta_interval, softmax_classes
-from ._base import (
-    LabelModel,
-    clamp_gold,
-    feedback_tasks,
-    identified_prevalence_concentration,
-    two_view_counts,
-    vote_share_start,
-)
+from ._base import LabelModel, clamp_gold, feedback_tasks, vote_share_start
 
 __all__ = ["CommunityDawidSkene"]
 
@@ -63,26 +56,22 @@ class CommunityDawidSkene(LabelModel):
     0.976). With no evidence left, a community prior stays at its start and a task follows
     its label, as majority vote does.
 
-    **Prevalence prior.** As in :class:`BayesianDawidSkene`, the prior on :math:`\pi` is as
-    strong as the data are two-view (``prior_prevalence="auto"``: Dirichlet(1 + 29 s), s the
-    share of the tasks that feed back labelled by exactly two workers,
-    :func:`~crowdbayes.models.labels._base.identified_prevalence_concentration`). With two
+    **Prevalence prior.** As in :class:`BayesianDawidSkene`, the default Dirichlet(30) on
+    :math:`\pi` says the classes' shares are not extreme unless the data show it: with two
     random labels per task a flat prior let the fit slide towards one class (bluebird 0.556,
-    web 0.505 against majority vote's 0.639 and 0.553, mean of three starts); Dirichlet(30)
-    scores 0.679 and 0.642 there, and no shared set is more than 0.005 below majority vote at
-    one or two labels per task (``tests/models/labels/test_sparse_start.py``; S_Adult at two
-    labels is at the margin, ``benchmarks/results/active_sparse_community.md``). Kept where
-    every task has three labels or more, Dirichlet(30) cost duchenne 0.006 with every label,
-    and on simulated data with ten per cent positives and three labels per task it put
-    accuracy at 0.67–0.83 against majority vote's 0.83–0.88
-    (``tests/models/labels/test_imbalanced_classes.py``).
+    web 0.505 against majority vote's 0.639 and 0.553, mean of three starts). With
+    Dirichlet(30) they score 0.679 and 0.642, and no shared set is more than 0.005 below
+    majority vote at one or two labels per task (``tests/models/labels/test_sparse_start.py``;
+    S_Adult at two labels is at the margin: 0.682 against 0.682–0.687 depending on majority
+    vote's tie-breaks, ``benchmarks/results/active_sparse_community.md``);
+    Dirichlet(100), BayesianDawidSkene's, did too but cost duchenne 0.019 with every label,
+    against 0.006 for 30 (10 left web below majority vote at two labels).
 
     Parameters
     ----------
     n_communities : int
-    prior_prevalence : float or "auto"
-        Symmetric Dirichlet concentration β of the prevalence; ``"auto"``: from the share of
-        two-view tasks (see above).
+    prior_prevalence : float
+        Symmetric Dirichlet concentration β of the prevalence (see above).
     max_prior_scale : float
         Cap on each community prior row's total concentration, per class.
     initial_concentration : float
@@ -105,7 +94,7 @@ class CommunityDawidSkene(LabelModel):
 
     parameter_constraints = {
         "n_communities": [POSITIVE_INT],
-        "prior_prevalence": [POSITIVE, Options("auto")],
+        "prior_prevalence": [POSITIVE],
         "max_prior_scale": [POSITIVE],
         "initial_concentration": [POSITIVE],
         "max_iter": [POSITIVE_INT],
@@ -118,7 +107,7 @@ class CommunityDawidSkene(LabelModel):
     def __init__(
         self,
         n_communities: int = 3,
-        prior_prevalence: float | str = "auto",
+        prior_prevalence: float = 30.0,
         max_prior_scale: float = 4.0,
         initial_concentration: float = 1.0,
         max_iter: int = 1000,
@@ -136,16 +125,6 @@ class CommunityDawidSkene(LabelModel):
         self.prior_steps = prior_steps
         self.credible_level = credible_level
         self.progress = progress
-
-    #: the prevalence prior's concentration at a two-view start, with ``"auto"``
-    two_view_prevalence = 30.0
-
-    def _prevalence_concentration(self, labels: Labels) -> float:
-        if self.prior_prevalence != "auto":
-            return float(self.prior_prevalence)
-        return identified_prevalence_concentration(
-            *two_view_counts(labels), self.two_view_prevalence
-        )
 
     def _fit(self, labels: Labels) -> None:
         n_classes, n_groups = labels.n_classes, self.n_communities
@@ -167,7 +146,6 @@ class CommunityDawidSkene(LabelModel):
         )
         state["membership"], state["weights"] = membership, membership.mean(axis=0)
         state["counted"] = counted
-        state["prior_prevalence"] = self._prevalence_concentration(labels)
 
         def update_communities(stats: np.ndarray) -> None:
             log_member = np.log(state["weights"]) + dirichlet_multinomial_log_likelihoods(
@@ -194,7 +172,7 @@ class CommunityDawidSkene(LabelModel):
             state["stats"] = stats
             mean, _ = _predictive_moments(stats, state["alpha"], state["membership"])
             log_lik, _ = label_log_likelihood(labels, np.log(mean))
-            prevalence = state["prior_prevalence"] + (state["resp"] * counted).sum(axis=1)
+            prevalence = self.prior_prevalence + (state["resp"] * counted).sum(axis=1)
             log_joint = clamp_gold(np.log(prevalence)[:, None] + log_lik, labels.gold_codes)
             resp = softmax_classes(log_joint)[0]
             change = float(np.abs(resp - state["resp"]).max())
@@ -217,7 +195,7 @@ class CommunityDawidSkene(LabelModel):
     def _summarise(self, labels: Labels, state: dict) -> None:
         resp = state["resp"]
         self._set_task_results(labels, resp)
-        prevalence = state["prior_prevalence"] + (resp * state["counted"]).sum(axis=1)
+        prevalence = self.prior_prevalence + (resp * state["counted"]).sum(axis=1)
         self._set_prevalence(labels, prevalence / prevalence.sum())
         mean, variance = _predictive_moments(state["stats"], state["alpha"], state["membership"])
         lower, upper = beta_interval(mean, variance, self.credible_level)
