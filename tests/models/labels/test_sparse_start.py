@@ -25,6 +25,7 @@ import pytest
 from crowdbayes import (
     KOS,
     MACE,
+    CommunityDawidSkene,
     DawidSkene,
     HierarchicalAnnotation,
     MajorityVote,
@@ -134,6 +135,19 @@ def test_hierarchical_model_answers_like_majority_vote_at_one_label_per_task(dat
         scores.append(pool.score(model.fit(labels)))
     score = sum(scores) / len(SEEDS)
     assert score >= majority - 0.005, f"{name}: {score:.3f} < majority vote {majority:.3f}"
+
+
+@pytest.mark.parametrize(("name", "refits"), [("bluebird", True), ("web", True), ("rte", False)])
+def test_community_model_refits_with_the_strong_prior_when_a_class_vanishes(
+    data_root, name, refits
+):
+    """At two random labels per task the flat prior's fit of bluebird puts every task in one
+    class and web's uses three of five classes; RTE's keeps both."""
+    starts, _ = _starts(name, 2)
+    _, labels = starts[0]
+    model = CommunityDawidSkene().fit(labels)
+    expected = CommunityDawidSkene.collapse_prevalence if refits else 1.0
+    assert model.prior_prevalence_ == expected
 
 
 @pytest.mark.parametrize("key", ["DS", "BDS", "CDS", "MACE", "MACE-VB"])

@@ -38,6 +38,38 @@ def feedback_tasks(labels) -> np.ndarray:
     return labels.cross_checked_tasks()
 
 
+def majority_vote_codes(labels) -> np.ndarray:
+    """Each task's most voted class code (the first of a tie), gold tasks their gold class."""
+    codes = np.argmax(labels.vote_counts(), axis=0)
+    known = labels.gold_codes >= 0
+    codes[known] = labels.gold_codes[known]
+    return codes
+
+
+def vanished_classes(
+    fitted: np.ndarray,
+    majority: np.ndarray,
+    n_classes: int,
+    *,
+    least_share: float = 0.05,
+    ratio: float = 0.1,
+) -> np.ndarray:
+    """Boolean (n_classes,): the classes a fit has emptied although the labels support them —
+    majority vote gives a class at least ``least_share`` of the tasks and the fit at most
+    ``ratio`` of that share (``fitted`` and ``majority``: class codes per task).
+
+    The symptom of the collapse of a Dawid–Skene-type fit on sparse data: every worker's
+    confusion row costs the evidence an Occam factor, and with few labels per worker an
+    explanation with fewer classes is cheaper (real shared sets at two or three random labels
+    per task: every task in one class, or two of four classes used). An imbalanced truth is
+    not mistaken for it: its minority class keeps a share of the same order as majority
+    vote's (simulated, ten per cent positives, three labels per task: 6.5% of the tasks in the
+    fit, 22% by majority vote)."""
+    fitted_share = np.bincount(fitted, minlength=n_classes) / max(len(fitted), 1)
+    majority_share = np.bincount(majority, minlength=n_classes) / max(len(majority), 1)
+    return (majority_share >= least_share) & (fitted_share <= ratio * majority_share)
+
+
 def vote_share_start(labels: Labels) -> np.ndarray:
     """Class-major starting responsibilities: each task's vote shares, gold tasks one-hot."""
     votes = labels.vote_counts()
