@@ -99,6 +99,13 @@ def test_grouped_dask_dataframe_out_of_core(name, client, data, tmp_path):
     assert_same_posteriors(result, reference)
 
 
+def test_a_prior_chosen_by_refitting_is_refused_with_a_message(tmp_path):
+    with pytest.raises(ValueError, match="prior_prevalence='auto'.*pass a number"):
+        fit_distributed(
+            BayesianDawidSkene(prior_prevalence="auto"), tmp_path / "in", out=tmp_path / "out"
+        )
+
+
 def test_random_ties_are_reproducible_and_among_tied(client, data, tmp_path):
     write_parts(data.labels, tmp_path / "in")
     runs = [

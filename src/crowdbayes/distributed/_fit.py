@@ -281,6 +281,11 @@ def fit_distributed(
             "fits MajorityVote, DawidSkene and BayesianDawidSkene"
         )
     model.check_params()
+    if getattr(model, "prior_prevalence", None) == "auto":
+        raise ValueError(
+            f"fit_distributed: {type(model).__name__}(prior_prevalence='auto') chooses its prior "
+            "by refitting in memory; pass a number"
+        )
     columns = Columns(task, worker, label)
     out = Path(out)
     _check_out(out)

@@ -80,13 +80,27 @@ def test_a_flat_prevalence_prior_passes():
     assert np.mean(flat) >= majority + 0.05
 
 
-def test_community_model_keeps_the_flat_prior_where_no_class_vanishes():
+@pytest.mark.parametrize(
+    "make", [CommunityDawidSkene, lambda: BayesianDawidSkene(prior_prevalence="auto")]
+)
+def test_the_refit_rule_keeps_the_flat_prior_where_no_class_vanishes(make):
+    """CommunityDawidSkene's default, BayesianDawidSkene's ``prior_prevalence="auto"``."""
     sets, majority = _simulated()
+    scores = []
     for sim in sets:
-        model = CommunityDawidSkene().fit(sim.labels)
+        model = make()
+        scores.append(_accuracy(model, sim))
         assert model.prior_prevalence_ == 1.0
-        strong = CommunityDawidSkene(prior_prevalence=CommunityDawidSkene.collapse_prevalence)
-        assert _accuracy(model, sim) > _accuracy(strong, sim)
+    assert np.mean(scores) >= majority + 0.05
+
+
+def test_partial_fit_keeps_the_chosen_prior():
+    sim = _simulated()[0][0]
+    frame = sim.labels
+    first = frame[frame["task"].isin(frame["task"].unique()[:500])]
+    model = BayesianDawidSkene(prior_prevalence="auto").fit(first)
+    model.partial_fit(frame.drop(first.index))
+    assert model.prior_prevalence_ == 1.0
 
 
 def test_vanished_classes_are_those_majority_vote_supports_and_the_fit_empties():

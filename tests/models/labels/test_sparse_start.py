@@ -25,6 +25,7 @@ import pytest
 from crowdbayes import (
     KOS,
     MACE,
+    BayesianDawidSkene,
     CommunityDawidSkene,
     DawidSkene,
     HierarchicalAnnotation,
@@ -138,15 +139,16 @@ def test_hierarchical_model_answers_like_majority_vote_at_one_label_per_task(dat
 
 
 @pytest.mark.parametrize(("name", "refits"), [("bluebird", True), ("web", True), ("rte", False)])
-def test_community_model_refits_with_the_strong_prior_when_a_class_vanishes(
-    data_root, name, refits
-):
+@pytest.mark.parametrize(
+    "make", [CommunityDawidSkene, lambda: BayesianDawidSkene(prior_prevalence="auto")]
+)
+def test_the_refit_rule_takes_the_strong_prior_when_a_class_vanishes(data_root, make, name, refits):
     """At two random labels per task the flat prior's fit of bluebird puts every task in one
     class and web's uses three of five classes; RTE's keeps both."""
     starts, _ = _starts(name, 2)
     _, labels = starts[0]
-    model = CommunityDawidSkene().fit(labels)
-    expected = CommunityDawidSkene.collapse_prevalence if refits else 1.0
+    model = make().fit(labels)
+    expected = type(model).collapse_prevalence if refits else 1.0
     assert model.prior_prevalence_ == expected
 
 
