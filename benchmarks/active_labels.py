@@ -54,7 +54,13 @@ SETS = (
     "s_adult", "s_rel", "temp", "trec", "web", "wsd",
 )  # fmt: skip
 STRATEGIES = ("auto", "accuracy", "uncertainty", "round_robin", "random")
-MODELS = {"bayes-ds": BayesianDawidSkene, "ds": DawidSkene, "community-ds": CommunityDawidSkene}
+MODELS = {
+    "bayes-ds": BayesianDawidSkene,
+    # the refit rule of CommunityDawidSkene's prevalence prior, a candidate default (issue 16)
+    "bayes-ds-auto": lambda: BayesianDawidSkene(prior_prevalence="auto"),
+    "ds": DawidSkene,
+    "community-ds": CommunityDawidSkene,
+}
 GRID = np.linspace(0.0, 1.0, 41)
 
 
