@@ -35,18 +35,19 @@ import numpy as np
 import pandas as pd
 from scipy.stats import beta as beta_distribution
 
+from crowdbayes.annotators.two_coin import two_coin_statistics
+
 __all__ = ["sample_link_clusters", "mixture_hpd_covers"]
 
 
 def _two_coin_counts(z, left, right, labels, workers, n_workers, subset=None) -> np.ndarray:
-    """Per worker (rows): links in one cluster with label 1 and 0, across clusters with 0 and
-    1 — the Beta counts of α (first two) and β (last two); only the links of ``subset``."""
+    """Per worker (rows): the Beta counts of α (first two columns) and β (last two) of the
+    clusters ``z`` (:func:`~crowdbayes.annotators.two_coin.two_coin_statistics`), on the
+    links where ``subset`` is True (default: all)."""
+    keep = slice(None) if subset is None else subset
     same = (z[left] == z[right]).astype(np.float64)
-    keep = np.ones(labels.size, dtype=bool) if subset is None else subset
-    columns = (same * labels, same * (1 - labels), (1 - same) * (1 - labels), (1 - same) * labels)
-    return np.stack(
-        [np.bincount(workers[keep], weights=c[keep], minlength=n_workers) for c in columns], axis=1
-    )
+    alpha, beta = two_coin_statistics(same[keep], workers[keep], labels[keep], n_workers)
+    return np.concatenate([alpha, beta], axis=1)
 
 
 def sample_link_clusters(

@@ -108,8 +108,9 @@ def measure(name: str, seeds: int, share_per_round: float) -> list[dict]:
                 warnings.simplefilter("ignore")
                 model = BayesianDawidSkene().fit(*pool.fit_args())
             row = compare(model, pool.candidates(False), n, seed)
-            rows.append({"set": name, "classes": len(model.classes_), "seed": seed, **row})
-            rows[-1]["stage"] = stage
+            rows.append(
+                {"set": name, "classes": len(model.classes_), "seed": seed, "stage": stage, **row}
+            )
     return rows
 
 

@@ -70,6 +70,14 @@ def vanished_classes(
     return (majority_share >= least_share) & (fitted_share <= ratio * majority_share)
 
 
+def empties_a_supported_class(labels, fitted: np.ndarray) -> bool:
+    """Whether the fitted class codes per task (``fitted``) empty a class that majority vote
+    on ``labels`` supports (:func:`vanished_classes`): the collapse that the prevalence prior's
+    refit rule of :class:`CommunityDawidSkene` (and ``BayesianDawidSkene(prior_prevalence=
+    "auto")``) answers with a strong prior."""
+    return bool(vanished_classes(fitted, majority_vote_codes(labels), labels.n_classes).any())
+
+
 def vote_share_start(labels: Labels) -> np.ndarray:
     """Class-major starting responsibilities: each task's vote shares, gold tasks one-hot."""
     votes = labels.vote_counts()

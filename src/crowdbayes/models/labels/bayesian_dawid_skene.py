@@ -7,7 +7,7 @@ import numpy as np
 from ...base import OPEN_UNIT, POSITIVE, POSITIVE_INT, TOLERANCE, Options
 from ...inference.statistics import Globals, Stats
 from ...maths import dirichlet_expected_log, dirichlet_kl, dirichlet_marginal_summary
-from ._base import majority_vote_codes, vanished_classes
+from ._base import empties_a_supported_class
 from ._confusion import ConfusionStatsModel, with_logs
 
 __all__ = ["BayesianDawidSkene", "confusion_prior"]
@@ -159,8 +159,7 @@ class BayesianDawidSkene(ConfusionStatsModel):
             return super()._fit_with(labels, initial_globals, callback)
         self.prior_prevalence_ = 1.0
         super()._fit_with(labels, initial_globals, callback)
-        fitted = np.argmax(self.probas_.to_numpy(), axis=1)
-        if vanished_classes(fitted, majority_vote_codes(labels), labels.n_classes).any():
+        if empties_a_supported_class(labels, np.argmax(self.probas_.to_numpy(), axis=1)):
             self.prior_prevalence_ = self.collapse_prevalence
             super()._fit_with(labels, initial_globals, callback)
 

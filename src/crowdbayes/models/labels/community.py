@@ -14,9 +14,8 @@ from ...maths import beta_interval, softmax_classes
 from ._base import (
     LabelModel,
     clamp_gold,
+    empties_a_supported_class,
     feedback_tasks,
-    majority_vote_codes,
-    vanished_classes,
     vote_share_start,
 )
 
@@ -146,10 +145,10 @@ class CommunityDawidSkene(LabelModel):
     def _fit(self, labels: Labels) -> None:
         concentration = 1.0 if self.prior_prevalence == "auto" else float(self.prior_prevalence)
         state, result = self._run(labels, concentration)
-        if self.prior_prevalence == "auto":
-            fitted = np.argmax(state["resp"], axis=0)
-            if vanished_classes(fitted, majority_vote_codes(labels), labels.n_classes).any():
-                state, result = self._run(labels, self.collapse_prevalence)
+        if self.prior_prevalence == "auto" and empties_a_supported_class(
+            labels, np.argmax(state["resp"], axis=0)
+        ):
+            state, result = self._run(labels, self.collapse_prevalence)
         self.prior_prevalence_ = state["prior_prevalence"]
         self.n_iter_, self.converged_ = result.n_iter, result.converged
         self.change_history_ = np.array(result.history)
