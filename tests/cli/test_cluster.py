@@ -152,6 +152,10 @@ def test_failed_write_leaves_no_output(tmp_path, links_csv, capsys):
         (["--model", "scdc", "--features", "f.csv", "--link-weight", "nan"], "positive number"),
         (["--model", "scdc", "--features", "f.csv", "--restarts", "0"], "--restarts must be"),
         (["--model", "scdc", "--features", "f.csv", "--cluster-head", "on"], "--cluster-head"),
+        (["--model", "scdc", "--features", "f.csv", "--head-balance", "0"], "--head-balance"),
+        (["--model", "bayes-scdc", "--features", "f.csv", "--head-balance", "-1"], "non-negative"),
+        (["--learning-rate", "1e-3"], "--learning-rate applies to scdc, bayes-scdc, not links-vb"),
+        (["--model", "scdc", "--features", "f.csv", "--learning-rate", "0"], "--learning-rate"),
     ],
 )
 def test_option_errors(tmp_path, links_csv, capsys, args, message):
@@ -345,3 +349,13 @@ def test_cluster_head_reaches_bayes_scdc(tmp_path, sim, given, used):
     extra = [] if given is None else ["--cluster-head", given]
     model = _one_epoch_bayes_scdc(tmp_path, sim, *extra)
     assert model.cluster_head == (given or "off") and model.uses_cluster_head_ is used
+
+
+def test_head_balance_and_learning_rate_reach_bayes_scdc(tmp_path, sim):
+    """Issue 19: the MNIST sorted-task setting (``--cluster-head on --head-balance 0.05
+    --learning-rate 1e-3``) is reachable from the command line."""
+    model = _one_epoch_bayes_scdc(
+        tmp_path, sim, "--cluster-head", "on", "--head-balance", "0.05", "--learning-rate", "1e-3"
+    )
+    assert (model.head_balance, model.learning_rate) == (0.05, 1e-3)
+    assert model.uses_cluster_head_
