@@ -156,6 +156,8 @@ def test_failed_write_leaves_no_output(tmp_path, links_csv, capsys):
         (["--model", "bayes-scdc", "--features", "f.csv", "--head-balance", "-1"], "non-negative"),
         (["--learning-rate", "1e-3"], "--learning-rate applies to scdc, bayes-scdc, not links-vb"),
         (["--model", "scdc", "--features", "f.csv", "--learning-rate", "0"], "--learning-rate"),
+        (["--model", "scdc", "--features", "f.csv", "--hidden", "500,x"], "--hidden must be"),
+        (["--model", "scdc", "--features", "f.csv", "--hidden", "0"], "separated by commas"),
     ],
 )
 def test_option_errors(tmp_path, links_csv, capsys, args, message):
@@ -351,11 +353,10 @@ def test_cluster_head_reaches_bayes_scdc(tmp_path, sim, given, used):
     assert model.cluster_head == (given or "off") and model.uses_cluster_head_ is used
 
 
-def test_head_balance_and_learning_rate_reach_bayes_scdc(tmp_path, sim):
+def test_head_balance_learning_rate_and_widths_reach_bayes_scdc(tmp_path, sim):
     """Issue 19: the MNIST sorted-task setting (``--cluster-head on --head-balance 0.05
-    --learning-rate 1e-3``) is reachable from the command line."""
-    model = _one_epoch_bayes_scdc(
-        tmp_path, sim, "--cluster-head", "on", "--head-balance", "0.05", "--learning-rate", "1e-3"
-    )
-    assert (model.head_balance, model.learning_rate) == (0.05, 1e-3)
+    --learning-rate 1e-3 --hidden 500,500``) is reachable from the command line."""
+    extra = ["--cluster-head", "on", "--head-balance", "0.05", "--learning-rate", "1e-3"]
+    model = _one_epoch_bayes_scdc(tmp_path, sim, *extra, "--hidden", "12,6")
+    assert (model.head_balance, model.learning_rate, model.hidden) == (0.05, 1e-3, (12, 6))
     assert model.uses_cluster_head_

@@ -210,6 +210,24 @@ def non_negative_float(flag: str) -> Callable[[str], float]:
     return read
 
 
+def layer_widths(flag: str) -> Callable[[str], tuple[int, ...]]:
+    """Comma-separated widths of hidden layers, e.g. ``500,500``."""
+
+    def read(text: str) -> tuple[int, ...]:
+        try:
+            widths = tuple(int(part) for part in text.split(","))
+        except ValueError:
+            widths = ()
+        if not widths or min(widths) < 1:
+            raise CommandError(
+                f"{flag} must be positive whole numbers separated by commas (e.g. 500,500); "
+                f"got {text!r}"
+            )
+        return widths
+
+    return read
+
+
 #: filled by the command modules
 TABLES: dict[str, ModelTable] = {}
 #: the order of the README

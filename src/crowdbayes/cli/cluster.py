@@ -3,8 +3,9 @@
 crowdbayes cluster fit --links LINKS [--features FILE] [--model links-vb|scdc|bayes-scdc]
                        [--clusters K] --out ASSIGNMENTS [--proba] [--workers-out FILE]
                        [--seed N] [--epochs N] [--device cpu|cuda] [--link-weight W]
-                       [--restarts N] [--learning-rate R] [--cluster-head off|on|auto]
-                       [--head-balance G] [--save MODEL] [--progress/--no-progress]
+                       [--restarts N] [--learning-rate R] [--hidden W,W]
+                       [--cluster-head off|on|auto] [--head-balance G] [--save MODEL]
+                       [--progress/--no-progress]
 
 LINKS is a ``worker,left,right,label`` table (label 1 = must-link, 0 = cannot-link; CSV, TSV or
 Parquet). ``links-vb`` (:class:`~crowdbayes.models.clustering.LinkClustering`, numpy) clusters
@@ -30,15 +31,16 @@ fewer. BayesSCDC warns when a restart collapses (its clusters put most pairs the
 cannot-link together) and restarts (issue 19).
 
 ``--link-weight W`` raises the link likelihood to the power W (default 1, the paper's model):
-below 1 for links derived from groupings (every pair of a worker's sorted task counts as a
-judgment, which over-counts them: 0.5 on the MNIST-style tasks), above 1 for sparse links that
-describe a grouping the features do not show (30 for SCDC and BayesSCDC on the CMU faces by
-pose). ``--restarts N`` keeps the best objective of N fits. ``--cluster-head on`` (bayes-scdc)
-computes q(z) with a network over the features that feeds the link likelihood, as SCDC does:
-for sparse links (a few per item), with which the paper's per-item q(z) collapses; ``auto``
-turns it on below 10 links per linked item. The head also lets the features correct a worker
-no one else checked, on sorted tasks (MNIST, 36 images per task: ``--cluster-head on
---link-weight 1 --head-balance 0.05 --learning-rate 1e-3 --epochs 60``, issue 19); keep
+below 1 for links derived from groupings with ``--cluster-head off`` (every pair of a worker's
+sorted task counts as a judgment, which over-counts them: 0.5 on the MNIST-style tasks), above
+1 for sparse links that describe a grouping the features do not show (30 for SCDC and BayesSCDC
+on the CMU faces by pose). ``--restarts N`` keeps the best objective of N fits.
+``--cluster-head on`` (bayes-scdc) computes q(z) with a network over the features that feeds
+the link likelihood, as SCDC does: for sparse links (a few per item), with which the paper's
+per-item q(z) collapses; ``auto`` turns it on below 10 links per linked item. The head also
+lets the features correct a worker no one else checked, on sorted tasks (MNIST, 36 images per
+task: ``--cluster-head on --link-weight 1 --head-balance 0.05 --learning-rate 1e-3 --epochs 60
+--clusters 50 --hidden 500,500 --decoder bernoulli --batch-size 128``, issue 19); keep
 ``--head-balance`` small when ``--clusters`` is well above the number of groups, since the
 balance term spreads the items over every cluster.
 """
@@ -62,6 +64,7 @@ from ._models import (
     ModelSpec,
     ModelTable,
     Option,
+    layer_widths,
     non_negative_float,
     positive_float,
     positive_int,
@@ -72,6 +75,7 @@ _DEEP = (
     "--epochs",
     "--device",
     "--latent-dim",
+    "--hidden",
     "--batch-size",
     "--decoder",
     "--link-weight",
@@ -124,6 +128,14 @@ CLUSTER = ModelTable(
             positive_int("--latent-dim"),
         ),
         Option(
+            "--hidden",
+            "hidden",
+            "widths of the networks' hidden layers, comma-separated (model default 40,40; "
+            "the MNIST benchmarks use 500,500)",
+            layer_widths("--hidden"),
+            metavar="W,W",
+        ),
+        Option(
             "--batch-size",
             "batch_size",
             "items per minibatch (model default)",
@@ -138,7 +150,8 @@ CLUSTER = ModelTable(
         Option(
             "--link-weight",
             "link_weight",
-            "power W on the link likelihood (default 1; <1 tempers links from sorted tasks)",
+            "power W on the link likelihood (default 1; <1 tempers links from sorted tasks "
+            "without the cluster head)",
             positive_float("--link-weight"),
         ),
         Option(
