@@ -360,3 +360,11 @@ def test_head_balance_learning_rate_and_widths_reach_bayes_scdc(tmp_path, sim):
     model = _one_epoch_bayes_scdc(tmp_path, sim, *extra, "--hidden", "12,6")
     assert (model.head_balance, model.learning_rate, model.hidden) == (0.05, 1e-3, (12, 6))
     assert model.uses_cluster_head_
+
+
+def test_head_balance_without_the_head_is_reported(tmp_path, sim, capsys):
+    """--head-balance shapes the cluster head's training only; without the head the summary
+    says it had no effect instead of ignoring it silently."""
+    model = _one_epoch_bayes_scdc(tmp_path, sim, "--head-balance", "0.1")
+    assert not model.uses_cluster_head_
+    assert "--head-balance had no effect" in capsys.readouterr().err

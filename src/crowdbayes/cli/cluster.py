@@ -466,5 +466,11 @@ def _cluster_fit(args: argparse.Namespace) -> None:
     )
     for line in fit_summary(model):
         print(line, file=sys.stderr)
+    if getattr(args, "head_balance", None) is not None and not model.uses_cluster_head_:
+        print(
+            "note: --head-balance had no effect: the fit did not use the cluster head "
+            f"(--cluster-head {model.cluster_head}; auto uses it below 10 links per linked item)",
+            file=sys.stderr,
+        )
     written = ", ".join(path for path in (args.out, args.workers_out, args.save) if path)
     print(f"wrote {written}", file=sys.stderr)
