@@ -320,16 +320,16 @@ def test_save_writes_a_model_that_loads_with_the_same_clusters(tmp_path, links_c
     assert (model.assignments_.reindex(written.index).to_numpy() == written["cluster"]).all()
 
 
-def _one_epoch_bayes_scdc(tmp_path, sim, *extra):
-    """Fit bayes-scdc for one epoch on the blobs through the command line, saving the model;
-    returns the loaded model."""
+def _one_epoch_bayes_scdc(tmp_path, sim, *extra, model="bayes-scdc"):
+    """Fit ``model`` (bayes-scdc or scdc) for one epoch on the blobs through the command line,
+    saving the model; returns the loaded model."""
     pytest.importorskip("torch").set_num_threads(1)
     from crowdbayes import load
 
     features, links, model_file = tmp_path / "f.npy", tmp_path / "links.csv", tmp_path / "m.npz"
     np.save(features, _features(sim.truth))
     sim.links.to_csv(links, index=False)
-    argv = ["cluster", "fit", "--links", links, "--features", features, "--model", "bayes-scdc",
+    argv = ["cluster", "fit", "--links", links, "--features", features, "--model", model,
             "--clusters", 3, "--epochs", 1, "--restarts", 1, "--out", tmp_path / "a.csv",
             "--save", model_file, *extra]  # fmt: skip
     assert run(*argv) == 0
@@ -368,3 +368,11 @@ def test_head_balance_without_the_head_is_reported(tmp_path, sim, capsys):
     model = _one_epoch_bayes_scdc(tmp_path, sim, "--head-balance", "0.1")
     assert not model.uses_cluster_head_
     assert "--head-balance had no effect" in capsys.readouterr().err
+
+
+def test_learning_rate_and_widths_reach_scdc(tmp_path, sim):
+    model = _one_epoch_bayes_scdc(
+        tmp_path, sim, "--learning-rate", "2e-3", "--hidden", "7", model="scdc"
+    )
+    assert type(model).__name__ == "SCDC"
+    assert (model.learning_rate, model.hidden) == (2e-3, (7,))
