@@ -100,6 +100,8 @@ class Tasks:
         self.truth = pd.Series(y)
         self.sim = simulate_link_tasks(self.truth, sort=sort, random_state=seed)
         self.groupings = task_groupings(self.sim.links)
+        #: the (task, item) slots the workers' own groupings misgroup
+        self.own_misgrouped = misgrouped_items(self.groupings, self.truth)
 
     def per_task(self, assignments: pd.Series) -> pd.DataFrame:
         return per_task_nmi(self.groupings, self.truth, assignments)
@@ -115,8 +117,8 @@ class Tasks:
         """The slots the assignments misgroup, and of the slots the workers' own groupings
         misgroup, those the assignments place right (``fixed``)."""
         wrong = self.misgrouped(assignments)
-        own_wrong = misgrouped_items(self.groupings, self.truth)
-        return {"misgrouped": int(wrong.sum()), "fixed": int((own_wrong & ~wrong).sum())}
+        fixed = self.own_misgrouped & ~wrong
+        return {"misgrouped": int(wrong.sum()), "fixed": int(fixed.sum())}
 
     def facts_line(self, seed: int) -> str:
         counts = unseen_misgrouped(self.sim.links, self.groupings, self.truth)
@@ -176,7 +178,7 @@ def scored(name: str, seed: int, tasks: Tasks, model, seconds: float, n_links: i
 
 def own_row(seed: int, tasks: Tasks) -> dict:
     own = float(tasks.per_task(tasks.truth)["worker"].mean())
-    wrong = int(misgrouped_items(tasks.groupings, tasks.truth).sum())
+    wrong = int(tasks.own_misgrouped.sum())
     return dict.fromkeys(COLUMNS, np.nan) | {
         "setting": OWN,
         "seed": seed,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 from abc import abstractmethod
+from collections.abc import Callable
 
 import numpy as np
 import pandas as pd
@@ -73,9 +74,27 @@ def vanished_classes(
 def empties_a_supported_class(labels, fitted: np.ndarray) -> bool:
     """Whether the fitted class codes per task (``fitted``) empty a class that majority vote
     on ``labels`` supports (:func:`vanished_classes`): the collapse that the prevalence prior's
-    refit rule of :class:`CommunityDawidSkene` (and ``BayesianDawidSkene(prior_prevalence=
-    "auto")``) answers with a strong prior."""
+    refit rule (:func:`fit_with_prevalence_rule`) answers with a strong prior."""
     return bool(vanished_classes(fitted, majority_vote_codes(labels), labels.n_classes).any())
+
+
+def fit_with_prevalence_rule(
+    labels, prior_prevalence, collapse_prevalence: float, fit: Callable[[float], np.ndarray]
+) -> float:
+    """Fit with a symmetric Dirichlet on the prevalence and return its concentration.
+
+    ``fit(concentration)`` fits the model under that prior and returns the fitted class code
+    per task. A number ``prior_prevalence`` is used as it is; ``"auto"`` (the refit rule of
+    :class:`CommunityDawidSkene`'s default and ``BayesianDawidSkene(prior_prevalence="auto")``)
+    fits with a flat prior, and again with ``collapse_prevalence`` when that fit empties a
+    class the labels support (:func:`empties_a_supported_class`)."""
+    if prior_prevalence != "auto":
+        fit(float(prior_prevalence))
+        return float(prior_prevalence)
+    if empties_a_supported_class(labels, fit(1.0)):
+        fit(collapse_prevalence)
+        return collapse_prevalence
+    return 1.0
 
 
 def vote_share_start(labels: Labels) -> np.ndarray:

@@ -7,7 +7,7 @@ import numpy as np
 from ...base import OPEN_UNIT, POSITIVE, POSITIVE_INT, TOLERANCE, Options
 from ...inference.statistics import Globals, Stats
 from ...maths import dirichlet_expected_log, dirichlet_kl, dirichlet_marginal_summary
-from ._base import empties_a_supported_class
+from ._base import fit_with_prevalence_rule
 from ._confusion import ConfusionStatsModel, with_logs
 
 __all__ = ["BayesianDawidSkene", "confusion_prior"]
@@ -154,14 +154,14 @@ class BayesianDawidSkene(ConfusionStatsModel):
     def _fit_with(self, labels, initial_globals, callback=None) -> None:
         """The in-memory fit; with ``prior_prevalence="auto"`` first under a flat prior, and
         again under ``collapse_prevalence`` when that fit empties a class (see above)."""
-        if self.prior_prevalence != "auto":
-            self.prior_prevalence_ = float(self.prior_prevalence)
-            return super()._fit_with(labels, initial_globals, callback)
-        self.prior_prevalence_ = 1.0
-        super()._fit_with(labels, initial_globals, callback)
-        if empties_a_supported_class(labels, np.argmax(self.probas_.to_numpy(), axis=1)):
-            self.prior_prevalence_ = self.collapse_prevalence
-            super()._fit_with(labels, initial_globals, callback)
+        fit_once = super()._fit_with
+
+        def fit(concentration: float) -> np.ndarray:
+            self.prior_prevalence_ = concentration  # read by _priors
+            fit_once(labels, initial_globals, callback)
+            return np.argmax(self.probas_.to_numpy(), axis=1)
+
+        fit_with_prevalence_rule(labels, self.prior_prevalence, self.collapse_prevalence, fit)
 
     def global_update(self, stats: Stats) -> Globals:
         """q(θ) and q(π): prior concentrations plus the expected counts."""

@@ -14,8 +14,8 @@ from ...maths import beta_interval, softmax_classes
 from ._base import (
     LabelModel,
     clamp_gold,
-    empties_a_supported_class,
     feedback_tasks,
+    fit_with_prevalence_rule,
     vote_share_start,
 )
 
@@ -143,13 +143,16 @@ class CommunityDawidSkene(LabelModel):
     collapse_prevalence = 30.0
 
     def _fit(self, labels: Labels) -> None:
-        concentration = 1.0 if self.prior_prevalence == "auto" else float(self.prior_prevalence)
-        state, result = self._run(labels, concentration)
-        if self.prior_prevalence == "auto" and empties_a_supported_class(
-            labels, np.argmax(state["resp"], axis=0)
-        ):
-            state, result = self._run(labels, self.collapse_prevalence)
-        self.prior_prevalence_ = state["prior_prevalence"]
+        last = {}
+
+        def fit(concentration: float) -> np.ndarray:
+            last["state"], last["result"] = self._run(labels, concentration)
+            return np.argmax(last["state"]["resp"], axis=0)
+
+        self.prior_prevalence_ = fit_with_prevalence_rule(
+            labels, self.prior_prevalence, self.collapse_prevalence, fit
+        )
+        state, result = last["state"], last["result"]
         self.n_iter_, self.converged_ = result.n_iter, result.converged
         self.change_history_ = np.array(result.history)
         self._summarise(labels, state)
