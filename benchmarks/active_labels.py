@@ -6,11 +6,13 @@ each picked task (`crowdbayes.active.LabelPool`), and the model is refitted warm
 (`fit(labels, init=model)`), with a cold fit kept instead when its objective is higher, every
 time the labels have grown by 25% (`crowdbayes.active.WarmRefit`); up to the whole pool.
 Strategies: the model's own (`auto`, `information`, `accuracy`, `uncertainty`) and the pool
-baselines `round_robin` (the tasks with fewest labels) and `random`. Per set, mean over seeds
-of: the area under the accuracy–budget curve (accuracy averaged over a grid of budgets from the
-start to the whole pool, budget as a fraction of the pool), the labels needed to reach
-round-robin's full-pool accuracy minus 0.005, and the gap between the model's gold-free
-accuracy estimate and the accuracy against gold.
+baselines `round_robin` (the tasks with fewest labels) and `random`; `<strategy>+workers` lets
+the model choose the worker as well, among those whose label of the task is still held back
+(the replay then reveals that worker's label; `uncertainty` does not depend on the worker).
+Per set, mean over seeds of: the area under the accuracy–budget curve (accuracy averaged over
+a grid of budgets from the start to the whole pool, budget as a fraction of the pool), the
+labels needed to reach round-robin's full-pool accuracy minus 0.005, and the gap between the
+model's gold-free accuracy estimate and the accuracy against gold.
 
     CROWDBAYES_DATA=../shared/data .venv/bin/python benchmarks/active_labels.py \\
         [--sets rte temp] [--seeds 5] [--model bayes-ds] [--output benchmarks/results/x.md]
@@ -25,6 +27,7 @@ import os
 import sys
 import time
 import warnings
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 
 for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
@@ -53,7 +56,7 @@ SETS = (
     "bluebird", "d_possent", "d_product", "dog", "duchenne", "rte",
     "s_adult", "s_rel", "temp", "trec", "web", "wsd",
 )  # fmt: skip
-STRATEGIES = ("auto", "accuracy", "uncertainty", "round_robin", "random")
+STRATEGIES = ("auto+workers", "auto", "accuracy", "uncertainty", "round_robin", "random")
 MODELS = {
     "bayes-ds": BayesianDawidSkene,
     # the refit rule of CommunityDawidSkene's prevalence prior, a candidate default (issue 16)
@@ -74,7 +77,8 @@ def run(name: str, strategy: str, seed: int, args) -> pd.DataFrame:
             MODELS[args.model](),
             pool,
             batch=batch,
-            strategy=strategy,
+            strategy=strategy.removesuffix("+workers"),
+            worker_aware=strategy.endswith("+workers"),
             refit=WarmRefit(args.restart_growth),
             random_state=seed,
         )
@@ -124,6 +128,19 @@ def _share_of_labels(curve: np.ndarray, target: float, start: float) -> float:
     return float(start + (1 - start) * GRID[reached[0]]) if reached.size else np.nan
 
 
+def comparisons(auc: pd.DataFrame) -> list[str]:
+    """How the first strategy's areas compare with every other's, set by set."""
+    first, lines = auc.columns[0], []
+    for other in auc.columns[1:]:
+        gap = auc[first] - auc[other]
+        below = ", ".join(f"{name} {value:+.4f}" for name, value in gap[gap <= 0].items())
+        lines.append(
+            f"- {first} above {other} on {int((gap > 0).sum())} of {len(gap)} sets, by "
+            f"{gap.mean():+.4f} on average" + (f" (not above: {below})" if below else "")
+        )
+    return lines
+
+
 def pivot(table: pd.DataFrame, column: str, strategies) -> pd.DataFrame:
     """Sets × strategies of one summary column."""
     return table.pivot(index="set", columns="strategy", values=column)[list(strategies)]
@@ -167,16 +184,23 @@ def main() -> None:
         help="cold refit (kept if its objective is higher) when the labels grew by this share "
         "since the last one (crowdbayes.active.WarmRefit); 0: never",
     )
+    parser.add_argument("--jobs", type=int, default=2, help="replays run in parallel")
     parser.add_argument("--output", type=Path)
     args = parser.parse_args()
     args.restart_growth = args.restart_growth or None
     start = time.perf_counter()
-    records = []
-    for name in args.sets:
-        for strategy in args.strategies:
-            for seed in range(args.seeds):
-                records.append(run(name, strategy, seed, args))
-            print(f"{name} {strategy} done ({time.perf_counter() - start:.0f} s)", flush=True)
+    jobs = [
+        (name, strategy, seed)
+        for name in args.sets
+        for strategy in args.strategies
+        for seed in range(args.seeds)
+    ]
+    with ProcessPoolExecutor(args.jobs) as executor:
+        futures = {executor.submit(run, *job, args): job for job in jobs}
+        for future in as_completed(futures):
+            job = " ".join(map(str, futures[future]))
+            print(f"{job} done ({time.perf_counter() - start:.0f} s)", flush=True)
+    records = [future.result() for future in futures]
     table = summarise(pd.concat(records, ignore_index=True))
     auc = pivot(table, "auc", args.strategies)
     lines = [
@@ -196,6 +220,8 @@ def main() -> None:
         markdown_table(auc),
         "",
         f"mean: {', '.join(f'{s} {auc[s].mean():.4f}' for s in auc.columns)}",
+        "",
+        *comparisons(auc),
         "",
         "## Share of all labels seen when reaching round-robin's full-pool accuracy − 0.005",
         "",

@@ -7,7 +7,9 @@ for 1,000 items and 5,000 observed pairs under 5 s (this 2-core machine).
   :class:`~crowdbayes.active.LabelPool` shows 9 labels per task (900,000) and holds one back.
   ``BayesianDawidSkene()`` (the model ``labels next`` uses by default) is fitted cold, then each
   round asks ``model.suggest(5_000, candidates=...)`` (5% of the tasks, the default strategy),
-  the pool reveals the answers and the model is refitted with ``fit(labels, init=model)``.
+  the pool reveals the answers and the model is refitted with ``fit(labels, init=model)``;
+  then again with the candidates every held-back ``(task, worker)`` pair, so that the strategy
+  chooses the worker too (from the held-out confusions the fit stores).
 - ``pairs``: 1,000 items with 3 features, utilities ``sin(2x₀) + cos(x₁) + x₂/2``, probit
   answers (as ``prefs_speed.py``); a :class:`~crowdbayes.active.PairPool` of 10,000 comparisons
   shows 5,000. ``GPPL(random_state=0)`` is fitted cold, then each round suggests 50 pairs among
@@ -24,6 +26,7 @@ Usage (from the repository root)::
 from __future__ import annotations
 
 import argparse
+import functools
 import sys
 import time
 import warnings
@@ -48,12 +51,13 @@ def _timed(action):
     return result, time.perf_counter() - wall, time.process_time() - cpu
 
 
-def _rounds(model, pool, n_ask: int, n_rounds: int, rng) -> list[dict]:
+def _rounds(model, pool, n_ask: int, n_rounds: int, rng, worker_aware=False) -> list[dict]:
     rows = []
     for index in range(1, n_rounds + 1):
 
         def one_round():
-            questions = model.suggest(n_ask, candidates=pool.candidates(False), random_state=rng)
+            candidates = pool.candidates(worker_aware)
+            questions = model.suggest(n_ask, candidates=candidates, random_state=rng)
             revealed = pool.reveal(questions, rng)
             model.fit(*pool.fit_args(), init=model)
             return revealed
@@ -72,13 +76,14 @@ def _rounds(model, pool, n_ask: int, n_rounds: int, rng) -> list[dict]:
     return rows
 
 
-def labels_section(n_rounds: int) -> tuple[list[dict], float]:
+def labels_section(n_rounds: int, worker_aware: bool = False) -> tuple[list[dict], float]:
     sim = simulate_labels(100_000, 1_000, 10, random_state=0)
     gold = sim.truth.rename("label")
     pool = LabelPool(sim.labels, gold, start=9, random_state=0)
     model = BayesianDawidSkene()
     _, cold, _ = _timed(lambda: model.fit(*pool.fit_args()))
-    return _rounds(model, pool, 5_000, n_rounds, np.random.default_rng(0)), cold
+    rng = np.random.default_rng(0)
+    return _rounds(model, pool, 5_000, n_rounds, rng, worker_aware), cold
 
 
 def pairs_section(n_rounds: int) -> tuple[list[dict], float]:
@@ -127,6 +132,8 @@ def main() -> None:
     for title, section, target in (
         ("Labels: 1M labels / 100k tasks, BayesianDawidSkene, 5,000 questions a round",
          labels_section, 2.0),
+        ("Labels, choosing the worker too: the same, the candidates every held-back (task, "
+         "worker) pair (100,000)", functools.partial(labels_section, worker_aware=True), 2.0),
         ("Pairs: 1,000 items, 5,000 observed comparisons, GPPL, 50 questions a round",
          pairs_section, 5.0),
     ):  # fmt: skip

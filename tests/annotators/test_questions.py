@@ -5,7 +5,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from crowdbayes.annotators.questions import entropy, label_question_values
+from crowdbayes.annotators.questions import (
+    entropy,
+    held_out_confusion,
+    held_out_confusion_counts,
+    label_question_values,
+)
 
 
 def _brute(p, theta):
@@ -63,3 +68,40 @@ def test_random_needs_a_generator_and_unknown_strategies_are_refused():
     assert values.shape == (3,)
     with pytest.raises(ValueError, match="strategy must be one of"):
         label_question_values(p, np.eye(2), "psychic")
+
+
+def test_held_out_counts_take_each_label_out_of_its_task_posterior():
+    """Brute force: with a posterior of product form (prevalence times each label's confusion
+    entry), the task's posterior without worker j's label is the product without j's factor;
+    tasks with one label count for nothing."""
+    rng = np.random.default_rng(0)
+    K, n_workers, n_tasks = 3, 4, 30
+    confusion = rng.dirichlet(np.ones(K) + 4 * np.eye(K)[0], size=(n_workers, K))
+    prevalence = rng.dirichlet(np.ones(K))
+    tasks, workers, given = [], [], []
+    for t in range(n_tasks):
+        for j in rng.choice(n_workers, size=1 + t % 3, replace=False):
+            tasks.append(t), workers.append(j), given.append(rng.integers(K))
+    tasks, workers, given = map(np.array, (tasks, workers, given))
+
+    def posterior(rows):
+        p = prevalence.copy()
+        for r in rows:
+            p = p * confusion[workers[r], :, given[r]]
+        return p / p.sum()
+
+    probas = np.array([posterior(np.flatnonzero(tasks == t)) for t in range(n_tasks)])
+    counted = np.bincount(tasks, minlength=n_tasks) >= 2
+    counts = held_out_confusion_counts(tasks, workers, given, probas, confusion, counted)
+    expected = np.zeros((n_workers, K, K))
+    for r in range(len(tasks)):
+        if counted[tasks[r]]:
+            others = [o for o in np.flatnonzero(tasks == tasks[r]) if o != r]
+            expected[workers[r], :, given[r]] += posterior(others)
+    np.testing.assert_allclose(counts, expected, atol=1e-12)
+    assert counts.sum() == pytest.approx(counted[tasks].sum())
+    matrices = held_out_confusion(counts)
+    np.testing.assert_allclose(matrices.sum(-1), 1.0)
+    # no counts: the prior's mean, leaning to the diagonal
+    prior = held_out_confusion(np.zeros((K, K)))
+    assert prior[0, 0] == pytest.approx(2 / (K + 1)) and prior[0, 1] == pytest.approx(1 / (K + 1))

@@ -14,6 +14,7 @@ from crowdbayes import (
     MajorityVote,
     NotFittedError,
 )
+from crowdbayes.annotators.questions import held_out_confusion
 from crowdbayes.datasets import simulate_labels
 
 
@@ -67,10 +68,12 @@ def test_new_tasks_and_available_workers(data):
     assert len(only) == 2 and set(only["worker"]) == {"w0", "w5"}
 
 
-def test_a_worker_who_never_errs_is_preferred(data):
+def test_the_worker_who_agrees_most_with_the_others_is_preferred(data):
     model = BayesianDawidSkene().fit(data)
-    accuracy = model.confusion_.groupby(level="worker").apply(
-        lambda m: float(np.trace(m.to_numpy())) / 2
+    held_out = held_out_confusion(model.held_out_counts_.to_numpy().reshape(-1, 2, 2))
+    accuracy = pd.Series(
+        np.trace(held_out, axis1=1, axis2=2) / 2,
+        index=model.held_out_counts_.index.get_level_values(0)[::2],
     )
     best, worst = accuracy.idxmax(), accuracy.idxmin()
     table = model.suggest(1, candidates=["t0"], available=[worst, best], strategy="information")
@@ -114,3 +117,19 @@ def test_a_model_without_question_strategies_cannot_suggest():
     plain.fitted_ = True
     with pytest.raises(TypeError, match="Plain cannot suggest questions"):
         plain.suggest(1)
+
+
+def test_held_out_counts_follow_partial_fit_and_survive_save(data, tmp_path):
+    tasks = data["task"].unique()
+    first = data[data["task"].isin(tasks[:150])]
+    model = BayesianDawidSkene().fit(first)
+    before = model.held_out_counts_.copy()
+    assert before.index.equals(model.confusion_.index)
+    # every label of a task with two or more workers counts once
+    assert before.to_numpy().sum() == pytest.approx(len(first))
+    model.partial_fit(data[data["task"].isin(tasks[150:])])
+    assert model.held_out_counts_.to_numpy().sum() == pytest.approx(len(data))
+    assert (model.held_out_counts_.reindex(before.index) >= before - 1e-12).all().all()
+    model.save(tmp_path / "m.crowdbayes")
+    loaded = BayesianDawidSkene.load(tmp_path / "m.crowdbayes")
+    pd.testing.assert_frame_equal(loaded.held_out_counts_, model.held_out_counts_)

@@ -10,7 +10,12 @@ from collections.abc import Callable
 import numpy as np
 import pandas as pd
 
-from ...annotators.questions import QUESTION_VALUES, label_question_values
+from ...annotators.questions import (
+    QUESTION_VALUES,
+    held_out_confusion,
+    held_out_confusion_counts,
+    label_question_values,
+)
 from ...base import Estimator
 from ...data import Labels, as_labels
 from ...data.io import TableLike
@@ -116,7 +121,14 @@ class LabelModel(Estimator):
     - ``prevalence_`` — Series: the estimated share of each class;
     - ``confusion_`` — DataFrame indexed by (worker, true class), one column per observed class:
       P(worker says column | true class), the posterior mean for Bayesian models;
-    - ``n_iter_``, ``converged_`` and a history of the monitored objective.
+    - ``n_iter_``, ``converged_`` and a history of the monitored objective;
+
+    and the models with a confusion matrix per worker also
+
+    - ``held_out_counts_`` — DataFrame shaped like ``confusion_``: each worker's labels counted
+      against the posterior of the task without that label, on the tasks someone else labelled
+      too (:func:`~crowdbayes.annotators.questions.held_out_confusion_counts`); what
+      :meth:`suggest` reads to choose which worker to ask.
     """
 
     _abstract = True
@@ -131,6 +143,7 @@ class LabelModel(Estimator):
         self.check_params()
         labels = self._check_labels(labels)
         self._fit(labels)
+        self._set_held_out_counts(labels)
         return self
 
     def _check_labels(self, labels: Labels | TableLike) -> Labels:
@@ -207,6 +220,30 @@ class LabelModel(Estimator):
             labels.classes[np.argmax(probas, axis=0)], index=labels.tasks, name="label"
         )
 
+    def _set_held_out_counts(self, labels: Labels, *, add: bool = False) -> None:
+        """Store ``held_out_counts_`` for the fitted ``labels`` (added to the previous counts
+        with ``add``, for an update with labels on new tasks). Models without a confusion
+        matrix per worker store nothing."""
+        if not hasattr(self, "confusion_") or not hasattr(self, "probas_"):
+            return
+        k = labels.n_classes
+        matrices = self.confusion_.to_numpy().reshape(-1, k, k)
+        fitted = pd.Index(self.confusion_.index.get_level_values(0)[::k])
+        counts = held_out_confusion_counts(
+            labels.task_codes,
+            fitted.get_indexer(labels.workers)[labels.worker_codes],
+            labels.label_codes,
+            self.probas_.reindex(labels.tasks).to_numpy(np.float64),
+            matrices,
+            labels.cross_checked_tasks(),
+        )
+        frame = pd.DataFrame(
+            counts.reshape(-1, k), index=self.confusion_.index, columns=self.confusion_.columns
+        )
+        if add and hasattr(self, "held_out_counts_"):
+            frame = frame.add(self.held_out_counts_, fill_value=0.0).reindex(frame.index)
+        self.held_out_counts_ = frame
+
     def _set_prevalence(self, labels: Labels, prevalence: np.ndarray) -> None:
         self.prevalence_ = pd.Series(prevalence, index=labels.classes, name="prevalence")
 
@@ -265,10 +302,13 @@ class LabelModel(Estimator):
         task (default: every task fitted), or every (task, worker) pair of ``candidates`` (a
         table with ``task`` and ``worker`` columns) or of the tasks × ``available`` workers.
 
-        A task the model has not seen has the prevalence as its posterior; an unknown worker,
-        or no worker named, has the mean confusion of the fitted workers weighted by their
-        number of labels. Tasks whose most probable class has reached ``confidence`` are left
-        out. Each task appears once, best first, before any task appears a second time.
+        A task the model has not seen has the prevalence as its posterior. A named worker is
+        valued by their held-out confusion (their labels counted against each task's posterior
+        without their own, ``held_out_counts_``), a worker the fit has not seen by everyone's
+        pooled; a question to no one in particular by the fitted workers' mean confusion
+        weighted by their number of labels (:meth:`_question_confusion`). Tasks whose most
+        probable class has reached ``confidence`` are left out. Each task appears once, best
+        first, before any task appears a second time.
         """
         questions = self._question_table(candidates, available)
         probas = self.probas_.reindex(questions["task"]).to_numpy(dtype=np.float64, copy=True)
@@ -309,8 +349,11 @@ class LabelModel(Estimator):
 
     def _question_confusion(self, questions: pd.DataFrame) -> np.ndarray:
         """The answering worker's confusion matrix per question (module docstring of
-        :mod:`crowdbayes.annotators.questions`): the worker's posterior mean, or the
-        label-weighted mean over workers when the worker is unknown or not named."""
+        :mod:`crowdbayes.annotators.questions`). A question to no one in particular: the
+        label-weighted mean of the fitted matrices. A named worker: the worker's held-out
+        confusion (``held_out_counts_``), and the pooled held-out counts of every worker for a
+        worker the fit has not seen; the fitted matrices where the model has no held-out counts
+        (a distributed fit)."""
         k = len(self.classes_)
         matrices = self.confusion_.to_numpy().reshape(-1, k, k)
         workers = pd.Index(self.confusion_.index.get_level_values(0)[::k])
@@ -318,6 +361,10 @@ class LabelModel(Estimator):
         typical = np.tensordot(weights / weights.sum(), matrices, axes=1)
         if "worker" not in questions.columns:
             return typical
+        held_out = getattr(self, "held_out_counts_", None)
+        if held_out is not None:
+            counts = held_out.reindex(self.confusion_.index).to_numpy().reshape(-1, k, k)
+            matrices, typical = held_out_confusion(counts), held_out_confusion(counts.sum(0))
         position = workers.get_indexer(questions["worker"])
         return np.where((position >= 0)[:, None, None], matrices[position], typical)
 

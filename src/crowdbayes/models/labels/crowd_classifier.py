@@ -222,6 +222,7 @@ class CrowdClassifier(LabelModel):
             columns[consensus.argmax(axis=0)], index=labels.tasks, name="consensus"
         )
         self.quality_ = pd.Series(consensus.max(axis=0), index=labels.tasks, name="quality")
+        self._set_held_out_counts(labels)
         return self
 
     def _fit(self, labels: Labels) -> None:  # fit(labels, features) is the entry point

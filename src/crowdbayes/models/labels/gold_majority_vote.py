@@ -65,6 +65,7 @@ class GoldMajorityVote(SkillLabelModel):
         if gold is not None:
             labels = with_gold(labels, gold, type(self).__name__)
         self._fit(labels)
+        self._set_held_out_counts(labels)
         return self
 
     def fit_predict(self, labels: Labels | TableLike, gold=None) -> pd.Series:

@@ -99,6 +99,7 @@ class StatsLabelModel(LabelModel):
         labels = self._check_labels(labels)
         start = None if init is None else self.warm_start(init, labels.workers, labels.classes)
         self._fit_with(labels, start)
+        self._set_held_out_counts(labels)
         return self
 
     def _fit(self, labels: Labels) -> None:
@@ -269,6 +270,7 @@ class StatsLabelModel(LabelModel):
         self._set_task_results(batch, tasks["probas"], add_counts=True)
         if "labels" in tasks:
             self.labels_[:] = batch.classes[tasks["labels"]]
+        self._set_held_out_counts(batch, add=True)
         return self
 
     @staticmethod
