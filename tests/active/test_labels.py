@@ -92,13 +92,13 @@ def _spammer_pool(seed):
 
 def test_worker_aware_selection_avoids_prolific_spammers():
     """With one label per task a prolific worker agrees with a posterior it largely made; the
-    held-out counts see through it (choosing by the fitted confusion matrices instead, the
-    spammers got 18-33% of the questions and the accuracy fell below worker-blind selection:
-    0.734 against 0.780)."""
+    held-out counts see through it. Measured (5 seeds): spammers get 7.8% of the questions and
+    the mean accuracy is 0.829, against 16.4% and 0.808 worker-blind; choosing by the fitted
+    confusion matrices instead (the code before the held-out counts) gave 23.5% and 0.770."""
     accuracy, spam = {}, {}
     for aware in (True, False):
         runs = []
-        for seed in range(3):
+        for seed in range(5):
             labels, truth = _spammer_pool(seed)
             pool = LabelPool(labels, truth, start=1, random_state=seed)
             record = simulate(
@@ -112,8 +112,8 @@ def test_worker_aware_selection_avoids_prolific_spammers():
             seen = pool.observed()
             runs.append((record["accuracy"].mean(), seen["worker"].str.startswith("spam").mean()))
         accuracy[aware], spam[aware] = np.mean(runs, axis=0)
-    assert spam[True] < 0.1 < spam[False]
-    assert accuracy[True] >= accuracy[False] + 0.015
+    assert spam[True] < 0.12 < spam[False]
+    assert accuracy[True] >= accuracy[False] + 0.01
 
 
 def _flipped(model):

@@ -70,38 +70,58 @@ def test_random_needs_a_generator_and_unknown_strategies_are_refused():
         label_question_values(p, np.eye(2), "psychic")
 
 
-def test_held_out_counts_take_each_label_out_of_its_task_posterior():
-    """Brute force: with a posterior of product form (prevalence times each label's confusion
-    entry), the task's posterior without worker j's label is the product without j's factor;
-    tasks with one label count for nothing."""
+def test_held_out_counts_take_each_workers_labels_out_of_its_task_posterior():
+    """Brute force: the Dawid–Skene posterior of each task from the other workers' labels (a
+    worker's repeated labels of a task all left out; gold tasks their gold class); tasks that
+    one worker labelled and that have no gold count for nothing."""
     rng = np.random.default_rng(0)
-    K, n_workers, n_tasks = 3, 4, 30
+    K, n_workers, n_tasks = 3, 4, 40
     confusion = rng.dirichlet(np.ones(K) + 4 * np.eye(K)[0], size=(n_workers, K))
     prevalence = rng.dirichlet(np.ones(K))
+    gold = np.where(rng.random(n_tasks) < 0.2, rng.integers(K, size=n_tasks), -1)
     tasks, workers, given = [], [], []
     for t in range(n_tasks):
-        for j in rng.choice(n_workers, size=1 + t % 3, replace=False):
+        chosen = list(rng.choice(n_workers, size=1 + t % 3, replace=False))
+        for j in chosen + chosen[:1] * (t % 4 == 0):  # some workers label a task twice
             tasks.append(t), workers.append(j), given.append(rng.integers(K))
     tasks, workers, given = map(np.array, (tasks, workers, given))
 
-    def posterior(rows):
+    def others_posterior(t, j):
+        if gold[t] >= 0:
+            return np.eye(K)[gold[t]]
         p = prevalence.copy()
-        for r in rows:
+        for r in np.flatnonzero((tasks == t) & (workers != j)):
             p = p * confusion[workers[r], :, given[r]]
         return p / p.sum()
 
-    probas = np.array([posterior(np.flatnonzero(tasks == t)) for t in range(n_tasks)])
-    counted = np.bincount(tasks, minlength=n_tasks) >= 2
-    counts = held_out_confusion_counts(tasks, workers, given, probas, confusion, counted)
+    counts = held_out_confusion_counts(
+        tasks, workers, given, np.log(confusion), np.log(prevalence), gold
+    )
     expected = np.zeros((n_workers, K, K))
+    counted = 0
     for r in range(len(tasks)):
-        if counted[tasks[r]]:
-            others = [o for o in np.flatnonzero(tasks == tasks[r]) if o != r]
-            expected[workers[r], :, given[r]] += posterior(others)
+        t = tasks[r]
+        if len(set(workers[tasks == t])) >= 2 or gold[t] >= 0:
+            expected[workers[r], :, given[r]] += others_posterior(t, workers[r])
+            counted += 1
     np.testing.assert_allclose(counts, expected, atol=1e-12)
-    assert counts.sum() == pytest.approx(counted[tasks].sum())
-    matrices = held_out_confusion(counts)
+    assert counts.sum() == pytest.approx(counted) and counted < len(tasks)
+    matrices, pooled = held_out_confusion(counts)
     np.testing.assert_allclose(matrices.sum(-1), 1.0)
+    np.testing.assert_allclose(pooled.sum(-1), 1.0)
+    np.testing.assert_allclose(pooled, held_out_confusion(counts.sum(0, keepdims=True))[0][0])
     # no counts: the prior's mean, leaning to the diagonal
-    prior = held_out_confusion(np.zeros((K, K)))
+    nothing, prior = held_out_confusion(np.zeros((2, K, K)))
     assert prior[0, 0] == pytest.approx(2 / (K + 1)) and prior[0, 1] == pytest.approx(1 / (K + 1))
+    np.testing.assert_allclose(nothing, np.broadcast_to(prior, (2, K, K)))
+
+
+def test_a_worker_estimated_perfect_does_not_make_disagreement_impossible():
+    with np.errstate(divide="ignore"):
+        log_confusion = np.log(np.array([np.eye(2), np.eye(2)]))  # two "perfect" workers
+    counts = held_out_confusion_counts(
+        np.array([0, 0]), np.array([0, 1]), np.array([0, 1]), log_confusion,
+        np.log([0.5, 0.5]), np.array([-1]),
+    )  # fmt: skip
+    assert np.isfinite(counts).all() and counts.sum() == pytest.approx(2.0)
+    assert counts[0, 1, 0] == pytest.approx(1.0)  # worker 0 said 0 where worker 1 said 1

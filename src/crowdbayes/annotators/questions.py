@@ -22,19 +22,21 @@ Everything is vectorised over questions: ``probas`` (n, K) and ``confusion`` (n,
 matrix; the fitted one is the wrong matrix for it. The fit counts each of the worker's labels
 at the task's posterior, which includes that very label: where a task has few labels the
 posterior follows the label, so a prolific worker agrees with "the truth" it largely made,
-whatever its skill. Choosing by it, a replay on RTE (one label per task to start) gave every
-question of 15 rounds to a worker whose labels are 58% right (the fitted matrix called it the
-best of 164), and the accuracy fell from 0.76 to 0.61. :func:`held_out_confusion_counts`
-counts each label against the task's posterior *without* it,
+whatever its skill (on RTE from one label per task the fitted matrices rate highest a worker
+whose labels are 58% right, and a replay choosing by them asks it almost everything).
+:func:`held_out_confusion_counts` counts each label against the task's Dawid–Skene posterior
+from the *other* workers' labels, with the fitted matrices,
 
 .. math::
-    p^{(-j)}_{ik} \propto p_{ik} / \theta_{jkx_{ij}}, \qquad
+    p^{(-j)}_{ik} \propto \pi_k \textstyle\prod_{j' \neq j} \theta_{j'kx_{ij'}}, \qquad
     N_{jkx} = \textstyle\sum_{i:\,x_{ij} = x} p^{(-j)}_{ik},
 
 over the tasks that someone else labelled too (or that have gold): the agreement of the worker
 with the others, as in leave-one-out or the cavity distributions of expectation propagation
-(Minka 2001). A worker's question confusion is then the mean of
-Dirichlet(:data:`QUESTION_PRIOR` + :math:`N_{jk:}`) per row.
+(Minka 2001). The same formula serves every model with confusion matrices (for Dawid–Skene
+it is the model's own posterior without j's labels; for models whose posterior has more in it,
+task difficulty or features, it leaves that out). A worker's question confusion is then the
+mean of a Dirichlet posterior per row (:func:`held_out_confusion`).
 """
 
 from __future__ import annotations
@@ -54,6 +56,9 @@ QUESTION_VALUES = ("information", "accuracy", "uncertainty", "random")
 #: Dirichlet pseudo-counts of a question confusion row: on the diagonal, off it (a mild lean to
 #: honest workers, as the default prior of BayesianDawidSkene)
 QUESTION_PRIOR = (2.0, 1.0)
+#: log-confusions below this are raised to it (a zero entry, e.g. of a worker estimated
+#: perfect, would otherwise make two workers' disagreeing labels impossible)
+_LOG_FLOOR = np.log(1e-6)
 
 
 def entropy(probas: np.ndarray, axis: int = -1) -> np.ndarray:
@@ -107,43 +112,64 @@ def held_out_confusion_counts(
     task_codes: np.ndarray,
     worker_codes: np.ndarray,
     label_codes: np.ndarray,
-    probas: np.ndarray,
-    confusion: np.ndarray,
-    counted_tasks: np.ndarray,
+    log_confusion: np.ndarray,
+    log_prevalence: np.ndarray,
+    gold_codes: np.ndarray,
 ) -> np.ndarray:
-    """Each worker's labels counted against the task's posterior without the label (module
-    docstring): :math:`N_{jkx}`, shape (workers, K, K).
+    r"""Each worker's labels counted against the task's posterior from the *other* workers'
+    labels (module docstring): :math:`N_{jkx}`, shape (workers, K, K).
+
+    The posterior is Dawid–Skene's with the fitted matrices,
+    :math:`p^{(-j)}_{ik} \propto \pi_k \prod_{j' \neq j} \prod_{x \in x_{ij'}}
+    \theta_{j'kx}` (all of worker j's labels of the task left out, repeats included); a gold
+    task is its gold class. Labels on tasks that no other worker labelled and that have no gold
+    count for nothing.
 
     Parameters
     ----------
     task_codes, worker_codes, label_codes : int arrays (n_labels,)
-    probas : array (n_tasks, K)
-        The fitted class posterior of every task (all of its labels).
-    confusion : array (n_workers, K, K)
-        The fitted confusion matrices that produced ``probas`` (posterior means).
-    counted_tasks : bool array (n_tasks,)
-        The tasks that count: labelled by more than one worker, or with gold.
+    log_confusion : array (n_workers, K, K)
+        The log of the fitted confusion matrices (posterior means for a Bayesian model: the
+        predictive probability of each label given the class).
+    log_prevalence : array (K,)
+    gold_codes : int array (n_tasks,)
+        The gold class of each task, -1 where unknown.
     """
-    n_workers, k, _ = confusion.shape
-    keep = counted_tasks[task_codes]
-    t, j, x = task_codes[keep], worker_codes[keep], label_codes[keep]
-    own = confusion[j, :, x]  # θ_{j k x_ij}, (n, K)
-    p = probas[t]
-    with np.errstate(divide="ignore", invalid="ignore"):
-        without = np.where(own > 0, p / own, 0.0)
-    total = without.sum(axis=1, keepdims=True)
-    without = np.where(total > 0, without / np.where(total > 0, total, 1.0), p)
-    cell = (j * k) * k + x  # the cell (j, 0, x); + c·K for true class c
+    n_workers, k, _ = log_confusion.shape
+    n_tasks = len(gold_codes)
+    own = np.maximum(log_confusion, _LOG_FLOOR)[worker_codes, :, label_codes]  # (n, K)
+    pair, pair_codes = np.unique(task_codes * n_workers + worker_codes, return_inverse=True)
+    pair_codes = pair_codes.ravel()
+    task_log = np.empty((n_tasks, k))
+    pair_log = np.empty((len(pair), k))
+    for c in range(k):
+        task_log[:, c] = np.bincount(task_codes, weights=own[:, c], minlength=n_tasks)
+        pair_log[:, c] = np.bincount(pair_codes, weights=own[:, c], minlength=len(pair))
+    others = log_prevalence + task_log[task_codes] - pair_log[pair_codes]
+    without = np.exp(others - others.max(axis=1, keepdims=True))
+    without /= without.sum(axis=1, keepdims=True)
+    gold = gold_codes[task_codes]
+    without[gold >= 0] = np.eye(k)[gold[gold >= 0]]
+    workers_per_task = np.bincount(pair // n_workers, minlength=n_tasks)
+    counted = (workers_per_task[task_codes] >= 2) | (gold >= 0)
+    cell = (worker_codes * k) * k + label_codes  # the cell (j, 0, x); + c·K for true class c
     counts = np.zeros(n_workers * k * k)
     for c in range(k):
-        counts += np.bincount(cell + c * k, weights=without[:, c], minlength=n_workers * k * k)
+        counts += np.bincount(
+            cell[counted] + c * k, weights=without[counted, c], minlength=n_workers * k * k
+        )
     return counts.reshape(n_workers, k, k)
 
 
-def held_out_confusion(counts: np.ndarray) -> np.ndarray:
-    """The question confusion matrices from :func:`held_out_confusion_counts`: the mean of
-    Dirichlet(:data:`QUESTION_PRIOR` + counts) per row (..., K, K)."""
+def held_out_confusion(counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The question confusion matrices from :func:`held_out_confusion_counts` (workers, K, K),
+    and the pooled one (K, K) for a worker the fit has not seen: the mean of
+    Dirichlet(:data:`QUESTION_PRIOR` + counts) per row, of each worker's counts and of the sum
+    of everyone's. A worker the fit saw only on tasks no one else labelled is valued at the
+    prior's mean (nothing is known of them; shrinking every worker to the pooled matrix
+    instead scored lower in the spammer replay of ``tests/active/test_labels.py``)."""
     k = counts.shape[-1]
     on, off = QUESTION_PRIOR
-    rows = counts + off + (on - off) * np.eye(k)
-    return rows / rows.sum(axis=-1, keepdims=True)
+    prior = off + (on - off) * np.eye(k)
+    rows, pooled = counts + prior, counts.sum(axis=0) + prior
+    return rows / rows.sum(axis=-1, keepdims=True), pooled / pooled.sum(axis=-1, keepdims=True)

@@ -388,6 +388,8 @@ def fit_distributed(
         finally:
             shutil.rmtree(staging, ignore_errors=True)
     model._set_fit(fit, vocabulary)
+    # the tasks' posteriors stay on disk: no held-out counts (suggest uses the fitted matrices)
+    vars(model).pop("held_out_counts_", None)
     model.tasks_path_ = out
     model.n_tasks_ = int(sum(counts))
     return DistributedFit(

@@ -14,7 +14,7 @@ from crowdbayes import (
     MajorityVote,
     NotFittedError,
 )
-from crowdbayes.annotators.questions import held_out_confusion
+from crowdbayes.annotators.questions import held_out_confusion, label_question_values
 from crowdbayes.datasets import simulate_labels
 
 
@@ -68,16 +68,29 @@ def test_new_tasks_and_available_workers(data):
     assert len(only) == 2 and set(only["worker"]) == {"w0", "w5"}
 
 
-def test_the_worker_who_agrees_most_with_the_others_is_preferred(data):
+def test_whom_to_ask_follows_the_held_out_confusion_not_the_fitted_one(data):
+    """For a pair of workers whom the fitted and the held-out matrices order differently, the
+    one the held-out matrices value more is suggested (and it is not a tie)."""
     model = BayesianDawidSkene().fit(data)
-    held_out = held_out_confusion(model.held_out_counts_.to_numpy().reshape(-1, 2, 2))
-    accuracy = pd.Series(
-        np.trace(held_out, axis1=1, axis2=2) / 2,
-        index=model.held_out_counts_.index.get_level_values(0)[::2],
-    )
-    best, worst = accuracy.idxmax(), accuracy.idxmin()
-    table = model.suggest(1, candidates=["t0"], available=[worst, best], strategy="information")
-    assert table["worker"].iloc[0] == best
+    task = "t0"
+    p = model.probas_.loc[[task]].to_numpy()
+    workers = model.held_out_counts_.index.get_level_values(0)[::2]
+    held_out, _ = held_out_confusion(model.held_out_counts_.to_numpy().reshape(-1, 2, 2))
+    fitted = model.confusion_.to_numpy().reshape(-1, 2, 2)
+    value_held_out = label_question_values(np.repeat(p, len(workers), 0), held_out, "information")
+    value_fitted = label_question_values(np.repeat(p, len(workers), 0), fitted, "information")
+    disagreeing = [
+        (a, b)
+        for a in range(len(workers))
+        for b in range(len(workers))
+        if value_fitted[a] > value_fitted[b] and value_held_out[b] > value_held_out[a] + 1e-6
+    ]
+    assert disagreeing, "the fixture should have workers the two rankings order differently"
+    for a, b in disagreeing[:5]:
+        table = model.suggest(
+            1, candidates=[task], available=[workers[a], workers[b]], strategy="information"
+        )
+        assert table["worker"].iloc[0] == workers[b]
 
 
 def test_expected_accuracy_is_the_mean_posterior_of_the_answer(data):
@@ -122,13 +135,20 @@ def test_a_model_without_question_strategies_cannot_suggest():
 def test_held_out_counts_follow_partial_fit_and_survive_save(data, tmp_path):
     tasks = data["task"].unique()
     first = data[data["task"].isin(tasks[:150])]
+    # the batch brings workers the first fit has not seen
+    first = first[~first["worker"].isin(["w10", "w11"])]
     model = BayesianDawidSkene().fit(first)
     before = model.held_out_counts_.copy()
     assert before.index.equals(model.confusion_.index)
     # every label of a task with two or more workers counts once
-    assert before.to_numpy().sum() == pytest.approx(len(first))
-    model.partial_fit(data[data["task"].isin(tasks[150:])])
-    assert model.held_out_counts_.to_numpy().sum() == pytest.approx(len(data))
+    counted = first.groupby("task")["worker"].transform("nunique") >= 2
+    assert before.to_numpy().sum() == pytest.approx(counted.sum())
+    batch = data[data["task"].isin(tasks[150:])]
+    model.partial_fit(batch)
+    assert model.held_out_counts_.index.equals(model.confusion_.index)
+    assert {"w10", "w11"} <= set(model.held_out_counts_.index.get_level_values(0))
+    assert model.held_out_counts_.notna().all().all()
+    assert model.held_out_counts_.to_numpy().sum() == pytest.approx(counted.sum() + len(batch))
     assert (model.held_out_counts_.reindex(before.index) >= before - 1e-12).all().all()
     model.save(tmp_path / "m.crowdbayes")
     loaded = BayesianDawidSkene.load(tmp_path / "m.crowdbayes")

@@ -126,8 +126,9 @@ class LabelModel(Estimator):
     and the models with a confusion matrix per worker also
 
     - ``held_out_counts_`` — DataFrame shaped like ``confusion_``: each worker's labels counted
-      against the posterior of the task without that label, on the tasks someone else labelled
-      too (:func:`~crowdbayes.annotators.questions.held_out_confusion_counts`); what
+      against the posterior of the task from the other workers' labels, on the tasks someone
+      else labelled too or that have gold
+      (:func:`~crowdbayes.annotators.questions.held_out_confusion_counts`); what
       :meth:`suggest` reads to choose which worker to ask.
     """
 
@@ -222,25 +223,30 @@ class LabelModel(Estimator):
 
     def _set_held_out_counts(self, labels: Labels, *, add: bool = False) -> None:
         """Store ``held_out_counts_`` for the fitted ``labels`` (added to the previous counts
-        with ``add``, for an update with labels on new tasks). Models without a confusion
-        matrix per worker store nothing."""
-        if not hasattr(self, "confusion_") or not hasattr(self, "probas_"):
+        with ``add``, for an update with labels on new tasks; an update of a model that has no
+        counts stores none, rather than counts of the batch alone). The other labels enter
+        by ``confusion_`` (the posterior mean for a Bayesian model: each label's predictive
+        probability given the class). Models without a confusion matrix per worker store
+        nothing."""
+        if not hasattr(self, "confusion_") or (add and not hasattr(self, "held_out_counts_")):
             return
         k = labels.n_classes
-        matrices = self.confusion_.to_numpy().reshape(-1, k, k)
         fitted = pd.Index(self.confusion_.index.get_level_values(0)[::k])
+        with np.errstate(divide="ignore"):
+            log_confusion = np.log(self.confusion_.to_numpy().reshape(-1, k, k))
+            log_prevalence = np.log(self.prevalence_.reindex(labels.classes).to_numpy(np.float64))
         counts = held_out_confusion_counts(
             labels.task_codes,
             fitted.get_indexer(labels.workers)[labels.worker_codes],
             labels.label_codes,
-            self.probas_.reindex(labels.tasks).to_numpy(np.float64),
-            matrices,
-            labels.cross_checked_tasks(),
+            log_confusion,
+            np.maximum(log_prevalence, -700.0),
+            labels.gold_codes,
         )
         frame = pd.DataFrame(
             counts.reshape(-1, k), index=self.confusion_.index, columns=self.confusion_.columns
         )
-        if add and hasattr(self, "held_out_counts_"):
+        if add:
             frame = frame.add(self.held_out_counts_, fill_value=0.0).reindex(frame.index)
         self.held_out_counts_ = frame
 
@@ -351,9 +357,10 @@ class LabelModel(Estimator):
         """The answering worker's confusion matrix per question (module docstring of
         :mod:`crowdbayes.annotators.questions`). A question to no one in particular: the
         label-weighted mean of the fitted matrices. A named worker: the worker's held-out
-        confusion (``held_out_counts_``), and the pooled held-out counts of every worker for a
-        worker the fit has not seen; the fitted matrices where the model has no held-out counts
-        (a distributed fit)."""
+        confusion (``held_out_counts_``), and the pooled one of every worker for a worker the
+        fit has not seen (:func:`~crowdbayes.annotators.questions.held_out_confusion`); the
+        fitted matrices where the model has no held-out counts (updated with ``partial_fit``
+        from a model saved without them)."""
         k = len(self.classes_)
         matrices = self.confusion_.to_numpy().reshape(-1, k, k)
         workers = pd.Index(self.confusion_.index.get_level_values(0)[::k])
@@ -363,8 +370,8 @@ class LabelModel(Estimator):
             return typical
         held_out = getattr(self, "held_out_counts_", None)
         if held_out is not None:
-            counts = held_out.reindex(self.confusion_.index).to_numpy().reshape(-1, k, k)
-            matrices, typical = held_out_confusion(counts), held_out_confusion(counts.sum(0))
+            counts = held_out.reindex(self.confusion_.index).fillna(0.0).to_numpy()
+            matrices, typical = held_out_confusion(counts.reshape(-1, k, k))
         position = workers.get_indexer(questions["worker"])
         return np.where((position >= 0)[:, None, None], matrices[position], typical)
 
