@@ -119,6 +119,7 @@ def summarise(records: pd.DataFrame) -> pd.DataFrame:
                 "set": name,
                 "strategy": strategy,
                 "auc": curves.mean(),
+                "seed_auc": tuple(curves.mean(axis=1)),  # in seed order
                 "final": curves[:, -1].mean(),
                 "estimate_gap": np.abs(estimates - curves).mean(),
                 "curve": curves.mean(axis=0),
@@ -141,15 +142,23 @@ def _share_of_labels(curve: np.ndarray, target: float, start: float) -> float:
     return float(start + (1 - start) * GRID[reached[0]]) if reached.size else np.nan
 
 
-def comparisons(auc: pd.DataFrame) -> list[str]:
-    """How the first strategy's areas compare with every other's, set by set."""
+def comparisons(auc: pd.DataFrame, seed_auc: pd.DataFrame) -> list[str]:
+    """How the first strategy's areas compare with every other's, set by set, and on how many
+    seeds of each set (the same starting labels for every strategy)."""
     first, lines = auc.columns[0], []
     for other in auc.columns[1:]:
         gap = auc[first] - auc[other]
         below = ", ".join(f"{name} {value:+.4f}" for name, value in gap[gap <= 0].items())
+        seeds = {
+            name: int((np.array(seed_auc.at[name, first]) > seed_auc.at[name, other]).sum())
+            for name in auc.index
+        }
         lines.append(
             f"- {first} above {other} on {int((gap > 0).sum())} of {len(gap)} sets, by "
-            f"{gap.mean():+.4f} on average" + (f" (not above: {below})" if below else "")
+            f"{gap.mean():+.4f} on average"
+            + (f" (not above: {below})" if below else "")
+            + "; seeds above, per set: "
+            + ", ".join(f"{name} {n}/{len(seed_auc.at[name, first])}" for name, n in seeds.items())
         )
     return lines
 
@@ -249,7 +258,7 @@ def main() -> None:
         "",
         f"mean: {', '.join(f'{s} {auc[s].mean():.4f}' for s in auc.columns)}",
         "",
-        *comparisons(auc),
+        *comparisons(auc, pivot(table, "seed_auc", args.strategies)),
         "",
         "## Share of all labels seen when reaching round-robin's full-pool accuracy − 0.005",
         "",
