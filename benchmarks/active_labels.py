@@ -80,9 +80,9 @@ def reference_answers(name: str, args) -> pd.Series:
         return MODELS[args.model]().fit(data.labels).labels_
 
 
-def run(name: str, strategy: str, seed: int, args) -> pd.DataFrame:
+def run(name: str, strategy: str, seed: int, args, reference: pd.Series) -> pd.DataFrame:
     data = load_labels(name)
-    pool = LabelPool(data.labels, reference_answers(name, args), start=1, random_state=seed)
+    pool = LabelPool(data.labels, reference, start=1, random_state=seed)
     batch = max(1, int(round(args.batch * pool.observed()["task"].nunique())))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -226,8 +226,9 @@ def main() -> None:
         for strategy in args.strategies
         for seed in range(args.seeds)
     ]
+    references = {name: reference_answers(name, args) for name in args.sets}
     with ProcessPoolExecutor(args.jobs) as executor:
-        futures = {executor.submit(run, *job, args): job for job in jobs}
+        futures = {executor.submit(run, *job, args, references[job[0]]): job for job in jobs}
         for future in as_completed(futures):
             job = " ".join(map(str, futures[future]))
             print(f"{job} done ({time.perf_counter() - start:.0f} s)", flush=True)

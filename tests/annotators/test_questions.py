@@ -94,8 +94,11 @@ def test_held_out_counts_take_each_workers_labels_out_of_its_task_posterior():
             p = p * confusion[workers[r], :, given[r]]
         return p / p.sum()
 
+    cross_checked = np.array(
+        [len(set(workers[tasks == t])) >= 2 or gold[t] >= 0 for t in range(n_tasks)]
+    )
     counts = held_out_confusion_counts(
-        tasks, workers, given, np.log(confusion), np.log(prevalence), gold
+        tasks, workers, given, np.log(confusion), np.log(prevalence), gold, cross_checked
     )
     expected = np.zeros((n_workers, K, K))
     counted = 0
@@ -121,7 +124,7 @@ def test_a_worker_estimated_perfect_does_not_make_disagreement_impossible():
         log_confusion = np.log(np.array([np.eye(2), np.eye(2)]))  # two "perfect" workers
     counts = held_out_confusion_counts(
         np.array([0, 0]), np.array([0, 1]), np.array([0, 1]), log_confusion,
-        np.log([0.5, 0.5]), np.array([-1]),
+        np.log([0.5, 0.5]), np.array([-1]), np.array([True]),
     )  # fmt: skip
     assert np.isfinite(counts).all() and counts.sum() == pytest.approx(2.0)
     assert counts[0, 1, 0] == pytest.approx(1.0)  # worker 0 said 0 where worker 1 said 1

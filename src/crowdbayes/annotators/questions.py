@@ -43,6 +43,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..maths import softmax_classes
+
 __all__ = [
     "QUESTION_PRIOR",
     "QUESTION_VALUES",
@@ -115,6 +117,7 @@ def held_out_confusion_counts(
     log_confusion: np.ndarray,
     log_prevalence: np.ndarray,
     gold_codes: np.ndarray,
+    counted_tasks: np.ndarray,
 ) -> np.ndarray:
     r"""Each worker's labels counted against the task's posterior from the *other* workers'
     labels (module docstring): :math:`N_{jkx}`, shape (workers, K, K).
@@ -122,8 +125,7 @@ def held_out_confusion_counts(
     The posterior is Dawid–Skene's with the fitted matrices,
     :math:`p^{(-j)}_{ik} \propto \pi_k \prod_{j' \neq j} \prod_{x \in x_{ij'}}
     \theta_{j'kx}` (all of worker j's labels of the task left out, repeats included); a gold
-    task is its gold class. Labels on tasks that no other worker labelled and that have no gold
-    count for nothing.
+    task is its gold class. Only the labels of ``counted_tasks`` count.
 
     Parameters
     ----------
@@ -134,6 +136,10 @@ def held_out_confusion_counts(
     log_prevalence : array (K,)
     gold_codes : int array (n_tasks,)
         The gold class of each task, -1 where unknown.
+    counted_tasks : bool array (n_tasks,)
+        The tasks labelled by two or more workers or with gold
+        (:meth:`~crowdbayes.Labels.cross_checked_tasks`): on the others a label can only agree
+        with itself.
     """
     n_workers, k, _ = log_confusion.shape
     n_tasks = len(gold_codes)
@@ -145,13 +151,11 @@ def held_out_confusion_counts(
     for c in range(k):
         task_log[:, c] = np.bincount(task_codes, weights=own[:, c], minlength=n_tasks)
         pair_log[:, c] = np.bincount(pair_codes, weights=own[:, c], minlength=len(pair))
-    others = log_prevalence + task_log[task_codes] - pair_log[pair_codes]
-    without = np.exp(others - others.max(axis=1, keepdims=True))
-    without /= without.sum(axis=1, keepdims=True)
+    others = log_prevalence[:, None] + (task_log[task_codes] - pair_log[pair_codes]).T
+    without = softmax_classes(others)[0].T  # (n, K)
     gold = gold_codes[task_codes]
     without[gold >= 0] = np.eye(k)[gold[gold >= 0]]
-    workers_per_task = np.bincount(pair // n_workers, minlength=n_tasks)
-    counted = (workers_per_task[task_codes] >= 2) | (gold >= 0)
+    counted = counted_tasks[task_codes]
     cell = (worker_codes * k) * k + label_codes  # the cell (j, 0, x); + c·K for true class c
     counts = np.zeros(n_workers * k * k)
     for c in range(k):

@@ -242,6 +242,7 @@ class LabelModel(Estimator):
             log_confusion,
             np.maximum(log_prevalence, -700.0),
             labels.gold_codes,
+            labels.cross_checked_tasks(),
         )
         frame = pd.DataFrame(
             counts.reshape(-1, k), index=self.confusion_.index, columns=self.confusion_.columns
@@ -362,16 +363,17 @@ class LabelModel(Estimator):
         fitted matrices where the model has no held-out counts (updated with ``partial_fit``
         from a model saved without them)."""
         k = len(self.classes_)
-        matrices = self.confusion_.to_numpy().reshape(-1, k, k)
         workers = pd.Index(self.confusion_.index.get_level_values(0)[::k])
-        weights = self.worker_label_counts_.reindex(workers).fillna(0).to_numpy(np.float64)
-        typical = np.tensordot(weights / weights.sum(), matrices, axes=1)
-        if "worker" not in questions.columns:
-            return typical
         held_out = getattr(self, "held_out_counts_", None)
-        if held_out is not None:
+        if "worker" in questions.columns and held_out is not None:
             counts = held_out.reindex(self.confusion_.index).fillna(0.0).to_numpy()
             matrices, typical = held_out_confusion(counts.reshape(-1, k, k))
+        else:
+            matrices = self.confusion_.to_numpy().reshape(-1, k, k)
+            weights = self.worker_label_counts_.reindex(workers).fillna(0).to_numpy(np.float64)
+            typical = np.tensordot(weights / weights.sum(), matrices, axes=1)
+        if "worker" not in questions.columns:
+            return typical
         position = workers.get_indexer(questions["worker"])
         return np.where((position >= 0)[:, None, None], matrices[position], typical)
 
