@@ -190,7 +190,11 @@ def test_next_writes_the_pairs_to_ask(files, capsys):
     asked = pd.read_csv(out)
     assert list(asked.columns) == ["left", "right", "score"]
     assert len(asked) == 7 and (asked["left"] != asked["right"]).all()
-    assert np.all(np.diff(asked["score"]) <= 0)
+    assert np.all(np.diff(asked["score"]) <= 0)  # best first
+    # --strategy power draws them in proportion to their information
+    drawn = tmp / "drawn.csv"
+    assert run(*next_args(paths, drawn, "--n", "7", "--strategy", "power")) == 0
+    assert len(pd.read_csv(drawn)) == 7
     # the same seed gives the same questions; they are what the model suggests
     again = tmp / "again.csv"
     assert run(*next_args(paths, again, "--n", "7")) == 0

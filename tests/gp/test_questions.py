@@ -12,6 +12,7 @@ from crowdbayes.gp import (
     answer_probability,
     pair_question_values,
     probit_information_gain,
+    question_order,
 )
 from crowdbayes.gp.questions import binary_entropy
 
@@ -92,8 +93,34 @@ def test_random_is_seeded():
     assert np.array_equal(a, b) and not np.array_equal(a, c)
 
 
+def test_best_first_unless_power():
+    score = np.array([0.2, 0.5, 0.0, 0.3, 0.5])
+    order = question_order(score, "information", np.random.default_rng(0))
+    assert set(order[:2]) == {1, 4} and list(order[2:]) == [3, 0, 2]
+    assert set(question_order(score, "information", np.random.default_rng(1))[:2]) == {1, 4}
+    # power: the values are the information gain's, the order a draw
+    assert np.array_equal(
+        pair_question_values(np.ones(3), 1.0, 2.0, "power"),
+        pair_question_values(np.ones(3), 1.0, 2.0, "information"),
+    )
+
+
+def test_power_draws_in_proportion_to_the_value():
+    """The first question drawn is question i with probability score_i / Σ score (the
+    Gumbel-top-k trick), the second from the rest likewise; a question worth nothing is last."""
+    score = np.array([0.5, 0.3, 0.2, 0.0])
+    rng = np.random.default_rng(0)
+    draws = np.array([question_order(score, "power", rng) for _ in range(20_000)])
+    first = np.bincount(draws[:, 0], minlength=4) / len(draws)
+    assert np.allclose(first, score, atol=0.015)  # 3.3 standard errors at most
+    second_after_0 = draws[draws[:, 0] == 0, 1]
+    share = np.bincount(second_after_0, minlength=4) / len(second_after_0)
+    assert np.allclose(share, [0.0, 0.6, 0.4, 0.0], atol=0.02)
+    assert np.all(draws[:, 3] == 3)
+
+
 def test_bad_input():
-    assert PAIR_QUESTION_VALUES == ("information", "uncertainty", "random")
+    assert PAIR_QUESTION_VALUES == ("information", "power", "uncertainty", "random")
     with pytest.raises(ValueError, match="the random strategy needs a random generator"):
         pair_question_values(np.zeros(2), 1.0, 2.0, "random")
     with pytest.raises(ValueError, match=r"strategy must be one of .*; got 'entropy'"):

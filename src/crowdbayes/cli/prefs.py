@@ -18,10 +18,12 @@ consensus probability (with a warning giving the count); other models pool all w
 ignore the column (with a warning). The output is PAIRS plus ``p_left``.
 
 ``prefs next`` fits the model to COMPARISONS and writes the N pairs most worth comparing next
-(``Estimator.suggest``), best first, as ``left,right`` (plus ``worker`` with ``--available``,
-crowdgppl only) and their ``score`` — the format ``prefs fit`` reads once a ``label`` column is
-added. Candidates: the ``left,right[,worker]`` table ``--pairs``, or pairs of the items of
-``--items`` (all of them when there are at most 50,000, else a seeded sample).
+(``Estimator.suggest``), in the order to ask them (best first; ``--strategy power`` draws them
+with probability proportional to their information gain), as ``left,right`` (plus ``worker``
+with ``--available``, crowdgppl only) and their ``score`` — the format ``prefs fit`` reads once
+a ``label`` column is added. Candidates: the ``left,right[,worker]`` table ``--pairs``, or
+pairs of the items of ``--items`` (all of them when there are at most 50,000, else a seeded
+sample).
 """
 
 from __future__ import annotations
@@ -204,7 +206,8 @@ def register(commands) -> None:
         "--strategy",
         default="auto",
         choices=("auto", *PAIR_QUESTION_VALUES),
-        help="how to value a question (default auto: information, i.e. BALD)",
+        help="how to choose questions (default auto: information, i.e. BALD, best first; power: "
+        "pairs drawn with probability proportional to their information gain)",
     )
     add_output(following, "--out", "output: left,right[,worker],score", required=True)
     following.set_defaults(handler=_prefs_next)

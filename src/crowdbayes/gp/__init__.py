@@ -57,6 +57,7 @@ from .questions import (
     answer_probability,
     pair_question_values,
     probit_information_gain,
+    question_order,
 )
 from .sparse_ep import (
     InducingBasis,
@@ -126,6 +127,7 @@ __all__ = [
     "make_item_kernel",
     # what to ask next
     "PAIR_QUESTION_VALUES",
+    "question_order",
     "answer_probability",
     "pair_question_values",
     "probit_information_gain",

@@ -21,6 +21,18 @@ whose answers also depend on their own, uncertain, tastes). Under the posterior
   returned in nats. It is large where the model is uncertain about ``d`` *and* an answer
   would tell it something (``v`` large next to ``ν``), and small for a pair whose answer is a
   coin flip whatever the utilities (``μ ≈ 0`` but ``v`` small: a known tie);
+- ``"power"`` — the information gain again, but the questions are *drawn* without
+  replacement with probability proportional to it instead of taken best first (power BALD with
+  exponent 1: Kirsch, Farquhar, Atighehchian, Jesson, Branchaud-Charron & Gal 2023,
+  "Stochastic batch acquisition: a simple baseline for deep active learning", TMLR; drawn by
+  the Gumbel-top-k trick, Kool, van Hoof & Welling 2019): it keeps sampling the pairs BALD
+  rates a little lower. Measured (``benchmarks/results/active_pairs_strict_32.md``, GPPL on
+  UKPConvArgStrict, all 32 topic folds, two draws): no better than BALD there — both lead
+  random pairs up to about 100 comparisons and trail them by 0.01 afterwards (area 0.706
+  each, random 0.707); with crowdGPPL on the raw crowd labels choosing the worker too helps
+  the draws (area 0.762 against 0.744 worker-blind, 4 of 4 folds;
+  ``active_pairs_crowd_power.md``), while worker-blind BALD stays best (0.772). ``score`` is
+  the information gain; the order is the draw;
 - ``"uncertainty"`` — least-confident sampling, ``1 - max(p, 1 - p)``, the uncertainty
   sampling of Simpson & Gurevych (2018, Experiment 5): the pairs whose predicted answer is
   closest to a coin flip;
@@ -41,9 +53,10 @@ __all__ = [
     "answer_probability",
     "probit_information_gain",
     "pair_question_values",
+    "question_order",
 ]
 
-PAIR_QUESTION_VALUES = ("information", "uncertainty", "random")
+PAIR_QUESTION_VALUES = ("information", "power", "uncertainty", "random")
 
 #: ``C²`` of the closed form (module docstring)
 _C2 = np.pi * np.log(2.0) / 2.0
@@ -99,7 +112,7 @@ def pair_question_values(
     rng : Generator
         Needed for ``"random"``.
     """
-    if strategy == "information":
+    if strategy in ("information", "power"):
         return probit_information_gain(mean, var, noise_var)
     if strategy == "uncertainty":
         p = answer_probability(mean, var, noise_var)
@@ -109,3 +122,17 @@ def pair_question_values(
             raise ValueError("the random strategy needs a random generator")
         return rng.random(np.shape(mean))
     raise ValueError(f"strategy must be one of {PAIR_QUESTION_VALUES}; got {strategy!r}")
+
+
+def question_order(score: np.ndarray, strategy: str, rng: np.random.Generator) -> np.ndarray:
+    """The questions' indices, first to ask first: by decreasing ``score`` (ties in a random
+    order), or, for ``"power"``, a draw without replacement with probability proportional to
+    ``score`` (the order of ``log score + Gumbel noise``; questions worth nothing come last,
+    in a random order)."""
+    score = np.asarray(score, dtype=np.float64)
+    ties = rng.random(len(score))
+    if strategy != "power":
+        return np.lexsort((ties, -score))
+    with np.errstate(divide="ignore"):
+        key = np.log(np.maximum(score, 0.0)) + rng.gumbel(size=len(score))
+    return np.lexsort((ties, -key))

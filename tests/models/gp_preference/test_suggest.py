@@ -49,7 +49,7 @@ def probability(model, frame: pd.DataFrame) -> np.ndarray:
 @pytest.mark.parametrize("name", list(FAST))
 def test_default_candidates_are_every_pair_once_best_first(fitted, name):
     model = fitted[name]
-    asked = model.suggest(1000, random_state=0)
+    asked = model.suggest(1000, strategy="information", random_state=0)
     assert list(asked.columns) == ["left", "right", "score"]
     assert len(asked) == 30 * 29 // 2  # every unordered pair of the 30 items, once
     keys = {frozenset(p) for p in zip(asked["left"], asked["right"], strict=True)}
@@ -69,17 +69,30 @@ def test_uncertainty_is_the_least_confident_prediction(fitted, name):
     assert np.allclose(asked["score"], 1 - np.maximum(p, 1 - p))
 
 
+@pytest.mark.parametrize("name", list(FAST))
+def test_power_draws_pairs_valued_by_their_information(fitted, name):
+    """``power``: the same questions and values as ``information``, in the order of a draw,
+    not best first; ``auto`` is ``information``."""
+    model = fitted[name]
+    assert model.default_question_strategy == "information"
+    drawn = model.suggest(1000, strategy="power", random_state=0)
+    best_first = model.suggest(1000, strategy="information", random_state=0)
+    assert best_first.equals(model.suggest(1000, random_state=0))
+    key = ["left", "right"]
+    same = drawn.merge(best_first, on=key, suffixes=("", "_best"))
+    assert len(same) == len(drawn) == len(best_first)
+    assert np.allclose(same["score"], same["score_best"])
+    assert not np.all(np.diff(drawn["score"].to_numpy()) <= 0)  # a draw, not a sort
+
+
 def test_information_is_bald_of_the_predicted_difference(fitted):
     model = fitted["GPPLVI"]
-    asked = model.suggest(20, random_state=0)
+    asked = model.suggest(20, strategy="information", random_state=0)
     li = model.item_ids_.get_indexer(asked["left"])
     ri = model.item_ids_.get_indexer(asked["right"])
     mean, var = model._projection.pair_moments(model._X, li, ri, model._factor, model.scale_)
     expected = probit_information_gain(mean, var, 2 * model.noise**2)
     assert np.allclose(asked["score"], expected)
-    # and "auto" is information
-    assert model.default_question_strategy == "information"
-    assert model.suggest(20, random_state=0).equals(asked)
 
 
 def test_information_with_fewer_inducing_points_than_items(sim):

@@ -71,7 +71,12 @@ from ...base import (
 )
 from ...data.comparisons import Comparisons, as_comparisons
 from ...data.io import TableLike
-from ...gp.questions import PAIR_QUESTION_VALUES, answer_probability, pair_question_values
+from ...gp.questions import (
+    PAIR_QUESTION_VALUES,
+    answer_probability,
+    pair_question_values,
+    question_order,
+)
 from ...inference.driver import run_iterations
 from ._davidson import outcome_log_probs, weighted_terms
 
@@ -265,11 +270,6 @@ def _inverse_diagonal(dense: np.ndarray) -> np.ndarray:
     return np.diag(inverse).copy()
 
 
-def _strategy_or(strategy: str, default: str = "information") -> str:
-    """``strategy``, with ``"auto"`` meaning ``default``."""
-    return default if strategy == "auto" else strategy
-
-
 def _observed_weights(design: _Design, faithful: np.ndarray, flip: bool) -> np.ndarray:
     """(3, n_pairs) outcome weights: ``faithful`` on each comparison's observed outcome and,
     for flips, the rest on the opposite one (a tie's opposite is a tie), summed within pairs."""
@@ -418,8 +418,9 @@ class _PairwiseModel(Estimator):
             p = answer_probability(mean, var, _PROBIT_NOISE_VAR)
             keep = np.maximum(p, 1.0 - p) < confidence
             li, ri, mean, var = li[keep], ri[keep], mean[keep], var[keep]
-        score = pair_question_values(mean, var, _PROBIT_NOISE_VAR, _strategy_or(strategy), rng)
-        order = np.lexsort((rng.random(len(score)), -score))[:n]
+        strategy = self.default_question_strategy if strategy == "auto" else strategy
+        score = pair_question_values(mean, var, _PROBIT_NOISE_VAR, strategy, rng)
+        order = question_order(score, strategy, rng)[:n]
         return pd.DataFrame(
             {
                 "left": self.item_ids_[li[order]],

@@ -31,7 +31,13 @@ from ...base import (
 )
 from ...data.comparisons import Comparisons
 from ...data.validate import show_values
-from ...gp import PAIR_QUESTION_VALUES, TIE_POLICIES, answer_probability, pair_question_values
+from ...gp import (
+    PAIR_QUESTION_VALUES,
+    TIE_POLICIES,
+    answer_probability,
+    pair_question_values,
+    question_order,
+)
 from ...gp.prior import ITEM_PRIOR_CONSTRAINTS, item_inputs
 from ...kernels import Kernel
 
@@ -167,7 +173,7 @@ class GPPreferenceBase(Estimator):
 
     # ------------------------------------------------------------------ what to ask next
     question_strategies = PAIR_QUESTION_VALUES
-    #: what ``strategy="auto"`` means (benchmarks/results/active_pairs_strict.md)
+    #: what ``strategy="auto"`` means (benchmarks/results/active_pairs_strict_32.md)
     default_question_strategy: ClassVar[str] = "information"
     #: without ``candidates``: every pair of the fitted items when there are at most this
     #: many, else this many distinct pairs drawn uniformly at random (``random_state``)
@@ -203,8 +209,9 @@ class GPPreferenceBase(Estimator):
         many distinct pairs drawn at random. Each candidate is valued by
         :func:`~crowdbayes.gp.pair_question_values` on the model's prediction of the answer
         (:meth:`_answer_model`). A pair whose predicted (consensus) answer has
-        ``max(p, 1 - p) ≥ confidence`` is decided and left out. Each unordered pair appears
-        once, best first, before any pair appears a second time; ties are broken at random.
+        ``max(p, 1 - p) ≥ confidence`` is decided and left out. The questions are ordered by
+        :func:`~crowdbayes.gp.question_order` (best first, or drawn for ``"power"``); each
+        unordered pair appears once before any pair appears a second time.
         """
         name = type(self).__name__
         if available is not None and not self.personal_questions:
@@ -228,10 +235,10 @@ class GPPreferenceBase(Estimator):
         if strategy == "random":
             score = pair_question_values(np.zeros(len(questions)), 0.0, 1.0, "random", rng)
         else:
-            learnable = strategy == "information"
+            learnable = strategy in ("information", "power")
             answer = self._answer_model(questions, pairs, mean, var, learnable)
             score = pair_question_values(*answer, strategy, rng)
-        order = np.lexsort((rng.random(len(questions)), -score))
+        order = question_order(score, strategy, rng)
         repeat = pd.Series(pairs.key[order]).groupby(pairs.key[order]).cumcount().to_numpy()
         order = order[np.lexsort((np.arange(len(order)), repeat))][:n]
         return questions.iloc[order].assign(score=score[order]).reset_index(drop=True)
