@@ -174,6 +174,7 @@ def summarise(table: pd.DataFrame, budget: int) -> tuple[pd.DataFrame, pd.DataFr
     estimates = table.pivot_table(
         index="n_answers", columns="strategy", values="estimated_accuracy", aggfunc="mean"
     )
+    by_fold = table.pivot_table(index=["fold", "n_answers"], columns="strategy", values="accuracy")
     shown = [b for b in SHOWN if b in curves.index and b <= budget]
     summary = []
     for name in curves.columns:
@@ -196,7 +197,7 @@ def summarise(table: pd.DataFrame, budget: int) -> tuple[pd.DataFrame, pd.DataFr
             row["smallest margin over random"] = float(margin.min())
             row["at labels"] = str(margin.idxmin())
             row["budgets below random"] = f"{int((margin < 0).sum())} of {len(margin)}"
-            below = margin_below_random(table, name)
+            below = margin_below_random(by_fold, name)
             row["of them by > 2 s.e. (folds paired)"] = f"{int(below.sum())}"
         seconds = table[table["strategy"] == name]["seconds"]
         row["seconds per round"] = float(seconds[table["round"] > 0].mean())
@@ -207,11 +208,11 @@ def summarise(table: pd.DataFrame, budget: int) -> tuple[pd.DataFrame, pd.DataFr
     return pd.DataFrame(summary), at_budgets.join(gold_free), []
 
 
-def margin_below_random(table: pd.DataFrame, name: str) -> pd.Series:
+def margin_below_random(by_fold: pd.DataFrame, name: str) -> pd.Series:
     """Per budget, whether strategy ``name``'s mean accuracy is below ``random``'s by more than
     twice the standard error of the mean of the per-fold differences (the folds paired: the
-    same held-out topic and starting comparisons)."""
-    by_fold = table.pivot_table(index=["fold", "n_answers"], columns="strategy", values="accuracy")
+    same held-out topic and starting comparisons). ``by_fold``: accuracy per (fold, budget)
+    and strategy, averaged over replicates."""
     gap = (by_fold[name] - by_fold["random"]).dropna().groupby(level="n_answers")
     mean, count = gap.mean(), gap.count()
     error = gap.std().fillna(0.0) / np.sqrt(count)

@@ -53,6 +53,7 @@ from .posterior import LatentPosterior
 from .prior import make_item_kernel
 from .problem import PreferenceProblem, UtilityFit, linearised_bound
 from .questions import (
+    INFORMATION_VALUED,
     PAIR_QUESTION_VALUES,
     answer_probability,
     pair_question_values,
@@ -127,6 +128,7 @@ __all__ = [
     "make_item_kernel",
     # what to ask next
     "PAIR_QUESTION_VALUES",
+    "INFORMATION_VALUED",
     "question_order",
     "answer_probability",
     "pair_question_values",

@@ -54,9 +54,12 @@ __all__ = [
     "probit_information_gain",
     "pair_question_values",
     "question_order",
+    "INFORMATION_VALUED",
 ]
 
 PAIR_QUESTION_VALUES = ("information", "power", "uncertainty", "random")
+#: the strategies that value a question by its information gain (they differ in the order)
+INFORMATION_VALUED = ("information", "power")
 
 #: ``C²`` of the closed form (module docstring)
 _C2 = np.pi * np.log(2.0) / 2.0
@@ -112,7 +115,7 @@ def pair_question_values(
     rng : Generator
         Needed for ``"random"``.
     """
-    if strategy in ("information", "power"):
+    if strategy in INFORMATION_VALUED:
         return probit_information_gain(mean, var, noise_var)
     if strategy == "uncertainty":
         p = answer_probability(mean, var, noise_var)

@@ -32,6 +32,7 @@ from ...base import (
 from ...data.comparisons import Comparisons
 from ...data.validate import show_values
 from ...gp import (
+    INFORMATION_VALUED,
     PAIR_QUESTION_VALUES,
     TIE_POLICIES,
     answer_probability,
@@ -235,7 +236,7 @@ class GPPreferenceBase(Estimator):
         if strategy == "random":
             score = pair_question_values(np.zeros(len(questions)), 0.0, 1.0, "random", rng)
         else:
-            learnable = strategy in ("information", "power")
+            learnable = strategy in INFORMATION_VALUED
             answer = self._answer_model(questions, pairs, mean, var, learnable)
             score = pair_question_values(*answer, strategy, rng)
         order = question_order(score, strategy, rng)
