@@ -50,9 +50,12 @@ run, or of several runs on the same folds concatenated) without replaying. Besid
 strategy's smallest margin over ``random`` the summary counts the budgets where it is below
 ``random`` by more than two standard errors of the per-fold differences (the folds paired):
 with 8 folds a mean difference of 0.03 is within noise, with all 32 it is not.
-``--replicate R`` (R ≥ 1) replays with another seed for the strategies' own draws
-(``random``, ``power``) on the same folds and starting comparisons; a CSV holding several
-replicates is averaged over them within each fold.
+With ``<strategy>+workers`` beside ``<strategy>`` the report compares the two, folds paired
+(area per fold, budgets above or below by more than two standard errors). ``--first-fold K``
+replays folds ``K, ..., K + N - 1`` (with ``--folds N``), so that a long run can be split and
+its CSVs concatenated. ``--replicate R`` (R ≥ 1) replays with another seed for the
+strategies' own draws (``random``, ``power``) on the same folds and starting comparisons; a
+CSV holding several replicates is averaged over them within each fold.
 """
 
 from __future__ import annotations
@@ -131,8 +134,14 @@ def warm_refit(model, pool):
 # --------------------------------------------------------------------------- the replay
 def run_replays(args, pool_table, gold_table, features, topics) -> pd.DataFrame:
     """Every (fold, strategy) replay; ``args.jobs`` of them at a time in separate processes."""
-    runs = [(k, topic, name) for k, topic in enumerate(topics) for name in args.strategies]
-    replay = partial(one_replay, args, pool_table, gold_table, features, len(topics))
+    runs = [
+        (k, topic, name)
+        for k, topic in enumerate(topics, start=args.first_fold)
+        for name in args.strategies
+    ]
+    replay = partial(
+        one_replay, args, pool_table, gold_table, features, args.first_fold + len(topics)
+    )
     return pd.concat(run_in_processes(replay, runs, args.jobs), ignore_index=True)
 
 
@@ -213,10 +222,63 @@ def margin_below_random(by_fold: pd.DataFrame, name: str) -> pd.Series:
     twice the standard error of the mean of the per-fold differences (the folds paired: the
     same held-out topic and starting comparisons). ``by_fold``: accuracy per (fold, budget)
     and strategy, averaged over replicates."""
-    gap = (by_fold[name] - by_fold["random"]).dropna().groupby(level="n_answers")
-    mean, count = gap.mean(), gap.count()
-    error = gap.std().fillna(0.0) / np.sqrt(count)
+    mean, error, count = paired_gap(by_fold, name, "random")
     return (mean < -2.0 * error) & (count > 1)
+
+
+def paired_gap(by_fold: pd.DataFrame, name: str, reference: str):
+    """Per budget: the mean over folds of ``name``'s accuracy minus ``reference``'s, the
+    standard error of that mean, and the number of folds with both."""
+    gap = (by_fold[name] - by_fold[reference]).dropna().groupby(level="n_answers")
+    count = gap.count()
+    return gap.mean(), gap.std().fillna(0.0) / np.sqrt(count), count
+
+
+def worker_aware_table(table: pd.DataFrame) -> pd.DataFrame | None:
+    """Each ``<strategy>+workers`` against ``<strategy>`` on the same folds (paired): areas, the
+    mean and per-fold differences of area, and the budgets where the worker-aware curve is
+    above or below by more than two standard errors of the per-fold differences."""
+    names = set(table["strategy"])
+    pairs = [(n, n.removesuffix("+workers")) for n in sorted(names) if n.endswith("+workers")]
+    pairs = [(aware, blind) for aware, blind in pairs if blind in names]
+    if not pairs:
+        return None
+    by_fold = table.pivot_table(index=["fold", "n_answers"], columns="strategy", values="accuracy")
+    rows = []
+    for aware, blind in pairs:
+        both = by_fold[[aware, blind]].dropna()
+        area = both.groupby(level="fold").mean()
+        difference = area[aware] - area[blind]
+        mean, error, count = paired_gap(by_fold, aware, blind)
+        significant = count > 1
+        rows.append(
+            {
+                "worker-aware": aware,
+                "worker-blind": blind,
+                "folds": len(area),
+                "area, aware": float(area[aware].mean()),
+                "area, blind": float(area[blind].mean()),
+                "difference (s.e.)": f"{difference.mean():+.4f} "
+                f"({difference.std() / np.sqrt(len(difference)):.4f})",
+                "folds where aware is higher": f"{int((difference > 0).sum())} of {len(area)}",
+                "budgets aware above by > 2 s.e.": int(((mean > 2.0 * error) & significant).sum()),
+                "budgets aware below by > 2 s.e.": int(((mean < -2.0 * error) & significant).sum()),
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def worker_aware_section(table: pd.DataFrame) -> list[str]:
+    """The report's lines on worker-aware against worker-blind selection (none without)."""
+    compared = worker_aware_table(table)
+    if compared is None:
+        return []
+    return [
+        "## Worker-aware against worker-blind selection (folds paired)",
+        "",
+        markdown_table(compared, digits=4, index=False),
+        "",
+    ]
 
 
 def plot(table: pd.DataFrame, path: Path, title: str) -> None:
@@ -337,6 +399,9 @@ def main() -> None:
     parser.add_argument("--model", choices=["gppl", "crowdgppl"], default=None)
     parser.add_argument("--strategies", default=None, help="comma-separated")
     parser.add_argument("--folds", type=int, default=8, help="the first N topic folds")
+    parser.add_argument(
+        "--first-fold", type=int, default=0, help="start at this fold (0-based; --folds after it)"
+    )
     parser.add_argument("--start", type=int, default=2)
     parser.add_argument("--batch", type=int, default=2)
     parser.add_argument("--budget", type=int, default=400)
@@ -401,7 +466,8 @@ def main() -> None:
     else:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", DataWarning)
-            table = run_replays(args, pool, gold, features, data.topics[: args.folds])
+            folds = data.topics[args.first_fold : args.first_fold + args.folds]
+            table = run_replays(args, pool, gold, features, folds)
     output.parent.mkdir(parents=True, exist_ok=True)
     rounds = output.with_suffix(".csv.gz")
     if args.from_csv is None or args.from_csv.resolve() != rounds.resolve():
@@ -433,6 +499,7 @@ def main() -> None:
             "",
             markdown_table(at_budgets),
             "",
+            *worker_aware_section(table),
             f"Every round: `{rounds.name}`"
             + (f"; curves: `{args.plot.name}`." if args.plot else "."),
             "",

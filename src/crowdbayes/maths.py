@@ -11,6 +11,7 @@ from scipy import optimize, stats
 from scipy.special import digamma, gammaln
 
 __all__ = [
+    "beta_binomial_rates",
     "log_normalize",
     "lean_logsumexp",
     "softmax_classes",
@@ -221,3 +222,38 @@ def beta_credible_interval(a, b, level: float, kind: str = "hpd"):
     if kind not in intervals:
         raise ValueError(f"kind must be one of {sorted(intervals)}; got {kind!r}")
     return intervals[kind](a, b, level)
+
+
+def beta_binomial_rates(events: np.ndarray, trials: np.ndarray) -> np.ndarray:
+    r"""Each unit's posterior mean rate of an event (``events[j]`` of ``trials[j]``) under a
+    beta prior fitted to all units (empirical Bayes, beta-binomial): units with few trials are
+    pulled to the pooled rate, units with many keep their own.
+
+    The prior ``Beta(κμ, κ(1 - μ))`` has the pooled mean ``μ = Σx / N`` (``N = Σn``) and
+    ``κ = 1/ρ - 1`` from the intra-unit correlation ``ρ``, estimated by moments (Kleinman 1973,
+    "Proportions with extraneous variance", JASA 68): with
+    ``S = Σ_j n_j (x_j/n_j - μ)²`` over the ``J`` units with trials,
+
+    .. math:: E[S] = μ(1 - μ)\,[(J - 1) + ρ\,(N - Σn_j^2/N - J + 1)],
+
+    so ``ρ̂ = (S/(μ(1-μ)) - (J-1)) / (N - Σn²/N - J + 1)``, clipped to ``[10⁻⁶, 1 - 10⁻⁶]``
+    (no spread beyond the binomial's: every unit at ``μ``). The posterior mean is
+    ``(x_j + κμ) / (n_j + κ)``; a unit without trials gets ``μ``. No trials at all: NaN.
+    """
+    events = np.asarray(events, dtype=np.float64)
+    trials = np.asarray(trials, dtype=np.float64)
+    total = trials.sum()
+    if total <= 0:
+        return np.full(trials.shape, np.nan)
+    mean = events.sum() / total
+    if mean <= 0.0 or mean >= 1.0:
+        return np.full(trials.shape, mean)
+    seen = trials > 0
+    n, x = trials[seen], events[seen]
+    units = len(n)
+    spread = float(np.sum(n * (x / n - mean) ** 2)) / (mean * (1.0 - mean))
+    room = total - float(np.sum(n**2)) / total - (units - 1)
+    rho = (spread - (units - 1)) / room if room > 0 else 0.0
+    rho = float(np.clip(rho, 1e-6, 1.0 - 1e-6))
+    strength = 1.0 / rho - 1.0
+    return (events + strength * mean) / (trials + strength)

@@ -208,6 +208,40 @@ def test_crowdgppl_values_the_workers_own_answer(fitted):
     assert known != stranger
 
 
+def test_crowdgppl_counts_a_tie_as_no_answer(sim):
+    """A question to a worker is worth ``1 - τ_j`` of a decisive answer, ``τ_j`` their shrunk
+    rate of answering "equal" (counted whatever the tie policy); worker-blind questions all
+    get the pooled rate, so their order does not change."""
+    frame = sim.comparisons.copy()
+    frame.loc[frame["worker"] == "user1", "label"] = "equal"
+    frame.loc[frame.index[::10], "label"] = "equal"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        kept = FAST["CrowdGPPL"]().set_params(ties="half").fit(frame, sim.items)
+        dropped = FAST["CrowdGPPL"]().fit(frame, sim.items)
+    ties = frame["label"].eq("equal").groupby(frame["worker"]).mean()
+    for model in (kept, dropped):
+        assert model.tie_rate_ == pytest.approx(frame["label"].eq("equal").mean())
+        rates = model.worker_tie_rates_
+        assert rates.idxmax() == "user1" and rates["user1"] > model.tie_rate_
+        assert np.corrcoef(rates.loc[ties.index], ties)[0, 1] > 0.9
+    one = pd.DataFrame({"left": ["item1"], "right": ["item4"]})
+    asked = one.merge(pd.DataFrame({"worker": ["user1", "user2", "never-seen"]}), how="cross")
+    score = kept.suggest(3, candidates=asked).set_index("worker")["score"]
+    rates = kept.worker_tie_rates_
+    without = kept.suggest(3, candidates=asked.assign(worker="user2"))["score"].iloc[0]
+    assert score["user2"] == pytest.approx(without)
+    kept.worker_tie_rates_ = rates * 0.0
+    kept.tie_rate_ = 0.0
+    decisive = kept.suggest(3, candidates=asked).set_index("worker")["score"]
+    kept.worker_tie_rates_, kept.tie_rate_ = rates, frame["label"].eq("equal").mean()
+    assert score["user1"] == pytest.approx((1 - rates["user1"]) * decisive["user1"])
+    assert score["never-seen"] == pytest.approx((1 - kept.tie_rate_) * decisive["never-seen"])
+    blind = kept.suggest(10, random_state=0)
+    kept.tie_rate_ = 0.0
+    assert blind[["left", "right"]].equals(kept.suggest(10, random_state=0)[["left", "right"]])
+
+
 # ---------------------------------------------------------------------- gold-free estimate
 @pytest.mark.parametrize("name", list(FAST))
 def test_expected_accuracy(fitted, sim, name):

@@ -239,10 +239,17 @@ class GPPreferenceBase(Estimator):
             learnable = strategy in INFORMATION_VALUED
             answer = self._answer_model(questions, pairs, mean, var, learnable)
             score = pair_question_values(*answer, strategy, rng)
+            if learnable:
+                score = score * self._answer_informs(questions)
         order = question_order(score, strategy, rng)
         repeat = pd.Series(pairs.key[order]).groupby(pairs.key[order]).cumcount().to_numpy()
         order = order[np.lexsort((np.arange(len(order)), repeat))][:n]
         return questions.iloc[order].assign(score=score[order]).reset_index(drop=True)
+
+    def _answer_informs(self, questions: pd.DataFrame) -> np.ndarray | float:
+        """The probability that each question's answer informs the utilities (a factor on its
+        information gain): 1 for a pooled model (crowdGPPL: not a tie)."""
+        return 1.0
 
     def _noise_var(self) -> float:
         """``α² = 2σ²``: the variance of the judgment noise on a utility difference."""

@@ -49,6 +49,7 @@ from ...gp import (
 )
 from ...gp.prior import ITEM_PRIOR_CONSTRAINTS
 from ...kernels import Kernel, kmeans_inducing_points
+from ...maths import beta_binomial_rates
 from ._base import constraints_of
 from ._crowd_svi import CrowdSVI, _DiagonalWorkers, _InducingWorkers
 from ._gppl import GPPLBase
@@ -95,6 +96,13 @@ class CrowdGPPL(GPPLBase):
         The bound (module docstring) at the end of the fit.
     bound_history_ : list of float
         The bound after every pass through the data.
+    worker_tie_rates_ : Series
+        Each worker's rate of answering "equal" (ties, dropped or kept), shrunk to the pooled
+        rate ``tie_rate_`` by a beta prior fitted to all workers
+        (:func:`~crowdbayes.maths.beta_binomial_rates`). :meth:`suggest` counts a question to a
+        worker as informative only when the answer is not a tie (:meth:`_answer_informs`).
+    tie_rate_ : float
+        The share of ties among all the comparisons given to ``fit``.
     n_iter_, converged_, history_
         SVI iterations, whether ``tol`` was met, the per-comparison change of the bound
         after every pass (``inf`` after the first, which has no predecessor).
@@ -211,6 +219,7 @@ class CrowdGPPL(GPPLBase):
                 f"{self.n_components}"
             )
         self.n_ties_dropped_ = pairs.n_ties_dropped
+        self._count_ties(data)
         rng = self.random_generator()
         strategy = self._inference()
         projection = self._design(data, pairs.items, strategy, rng, previous)
@@ -249,6 +258,16 @@ class CrowdGPPL(GPPLBase):
         if previous is None:
             self._svi_offset = self.n_iter_
         return self
+
+    def _count_ties(self, data: Comparisons) -> None:
+        """``worker_tie_rates_`` and ``tie_rate_`` from every comparison given (ties included
+        whatever the tie policy)."""
+        ties = np.bincount(data.worker_codes[data.outcome == 0], minlength=data.n_workers)
+        answers = np.bincount(data.worker_codes, minlength=data.n_workers)
+        self.tie_rate_ = float(ties.sum() / answers.sum())
+        self.worker_tie_rates_ = pd.Series(
+            beta_binomial_rates(ties, answers), index=data.worker_ids, name="tie_rate"
+        )
 
     def _warm_workers(self, fresh, previous: dict, W: np.ndarray | None):
         """The workers' posteriors from the previous fit where it knew them (by id); ``fresh``
@@ -450,7 +469,15 @@ class CrowdGPPL(GPPLBase):
         answers mostly reflect their own (or unknown) tastes. Rows without a worker, and
         workers not seen in fit, are a new worker drawn from the prior (``E[w] = 0``,
         ``Var[w] = 1/E[s_c^{(w)}]``). With ``learnable`` the consensus and component
-        variances are those an answer can inform (:meth:`GPPL._learnable_moments`)."""
+        variances are those an answer can inform (:meth:`GPPL._learnable_moments`).
+
+        A limit of this myopic value, measured (``benchmarks/results/active_pairs_crowd_32.md``,
+        UKPConvArg crowd labels, 32 folds): best first, every question goes to the workers
+        already seen — their ``q(w_j)`` is narrower, so their answers look more informative —
+        and the consensus stays confounded with their own tastes, a dependence ``q(t) q(w)``
+        leaves out. Choosing the worker there scores below worker-blind BALD (area 0.669
+        against 0.689); drawing the questions (``strategy="power"``) spreads them over
+        workers (0.762 against 0.744 worker-blind, 4 folds)."""
         items = self._items()
         if learnable:
             mean, var = self._learnable_moments(pairs, mean, var)
@@ -463,6 +490,21 @@ class CrowdGPPL(GPPLBase):
             shift += m_c * w_mean[c]
             spread += (w_mean[c] ** 2 + w_var[c]) * var_c + w_var[c] * m_c**2
         return mean + shift, var, self._noise_var() + spread
+
+    def _answer_informs(self, questions: pd.DataFrame) -> np.ndarray:
+        """The probability that the answer to each question is not a tie: ``1 - τ_j`` for its
+        worker ``j`` (``worker_tie_rates_``), ``1 - tie_rate_`` for a row without a known
+        worker. Under the valuation's answer model a worker says "equal" at their own rate
+        whatever the items, so a tie tells nothing about the order and the information of a
+        question is ``(1 - τ_j)`` times that of a decisive answer (the same for every
+        worker-blind question). On the UKPConvArg crowd labels the workers with at least 50
+        answers say "equal" at rates from 0.02 to 0.71 (median 0.24)."""
+        informs = np.full(len(questions), 1.0 - self.tie_rate_)
+        if "worker" in questions.columns:
+            rates = self.worker_tie_rates_.reindex(questions["worker"]).to_numpy()
+            known = ~np.isnan(rates)
+            informs[known] = 1.0 - rates[known]
+        return informs
 
     def _question_worker_moments(self, questions: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
         """``(E[w], Var[w])`` (C × questions) of each question's worker (module docstring of
