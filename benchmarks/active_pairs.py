@@ -175,8 +175,11 @@ def one_replay(args, pool_table, gold_table, features, n_folds, k, topic, name) 
     return record.assign(fold=k, topic=topic, strategy=name, replicate=args.replicate)
 
 
-def summarise(table: pd.DataFrame, budget: int) -> tuple[pd.DataFrame, pd.DataFrame, list[str]]:
-    """Mean curves over folds, the summary per strategy and notes."""
+def summarise(
+    table: pd.DataFrame, budget: int
+) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame | None]:
+    """Mean curves over folds, the summary per strategy, and the worker-aware strategies
+    against their worker-blind ones (:func:`worker_aware_table`)."""
     curves = table.pivot_table(
         index="n_answers", columns="strategy", values="accuracy", aggfunc="mean"
     )
@@ -214,7 +217,7 @@ def summarise(table: pd.DataFrame, budget: int) -> tuple[pd.DataFrame, pd.DataFr
     at_budgets = curves.loc[shown].rename_axis("labels")
     gold_free = estimates.loc[shown].rename_axis("labels")
     gold_free.columns = [f"{c} (estimate)" for c in gold_free.columns]
-    return pd.DataFrame(summary), at_budgets.join(gold_free), []
+    return pd.DataFrame(summary), at_budgets.join(gold_free), worker_aware_table(by_fold)
 
 
 def margin_below_random(by_fold: pd.DataFrame, name: str) -> pd.Series:
@@ -234,16 +237,16 @@ def paired_gap(by_fold: pd.DataFrame, name: str, reference: str):
     return gap.mean(), gap.std().fillna(0.0) / np.sqrt(count), count
 
 
-def worker_aware_table(table: pd.DataFrame) -> pd.DataFrame | None:
+def worker_aware_table(by_fold: pd.DataFrame) -> pd.DataFrame | None:
     """Each ``<strategy>+workers`` against ``<strategy>`` on the same folds (paired): areas, the
     mean and per-fold differences of area, and the budgets where the worker-aware curve is
-    above or below by more than two standard errors of the per-fold differences."""
-    names = set(table["strategy"])
+    above or below by more than two standard errors of the per-fold differences. ``by_fold``:
+    accuracy per (fold, budget) and strategy; None without such a pair."""
+    names = set(by_fold.columns)
     pairs = [(n, n.removesuffix("+workers")) for n in sorted(names) if n.endswith("+workers")]
     pairs = [(aware, blind) for aware, blind in pairs if blind in names]
     if not pairs:
         return None
-    by_fold = table.pivot_table(index=["fold", "n_answers"], columns="strategy", values="accuracy")
     rows = []
     for aware, blind in pairs:
         both = by_fold[[aware, blind]].dropna()
@@ -268,9 +271,8 @@ def worker_aware_table(table: pd.DataFrame) -> pd.DataFrame | None:
     return pd.DataFrame(rows)
 
 
-def worker_aware_section(table: pd.DataFrame) -> list[str]:
+def worker_aware_section(compared: pd.DataFrame | None) -> list[str]:
     """The report's lines on worker-aware against worker-blind selection (none without)."""
-    compared = worker_aware_table(table)
     if compared is None:
         return []
     return [
@@ -472,7 +474,7 @@ def main() -> None:
     rounds = output.with_suffix(".csv.gz")
     if args.from_csv is None or args.from_csv.resolve() != rounds.resolve():
         table.to_csv(rounds, index=False, float_format="%.6g")
-    summary, at_budgets, _ = summarise(table, args.budget)
+    summary, at_budgets, worker_aware = summarise(table, args.budget)
     title = (
         f"{args.model} on UKPConvArg{'Strict' if args.variant == 'strict' else ' crowd labels'}"
         f", {args.folds} folds, start {args.start}, +{args.batch} per round"
@@ -499,7 +501,7 @@ def main() -> None:
             "",
             markdown_table(at_budgets),
             "",
-            *worker_aware_section(table),
+            *worker_aware_section(worker_aware),
             f"Every round: `{rounds.name}`"
             + (f"; curves: `{args.plot.name}`." if args.plot else "."),
             "",
