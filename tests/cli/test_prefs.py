@@ -190,7 +190,13 @@ def test_next_writes_the_pairs_to_ask(files, capsys):
     asked = pd.read_csv(out)
     assert list(asked.columns) == ["left", "right", "score"]
     assert len(asked) == 7 and (asked["left"] != asked["right"]).all()
-    assert np.all(np.diff(asked["score"]) <= 0)  # best first
+    # the default (mixed): half of them the best by information, half drawn
+    best = tmp / "best.csv"
+    assert run(*next_args(paths, best, "--n", "7", "--strategy", "information")) == 0
+    best_first = pd.read_csv(best)
+    assert np.all(np.diff(best_first["score"]) <= 0)
+    pair = ["left", "right"]
+    assert len(best_first.head(3).merge(asked, on=pair)) == 3
     # --strategy power draws them in proportion to their information
     drawn = tmp / "drawn.csv"
     assert run(*next_args(paths, drawn, "--n", "7", "--strategy", "power")) == 0

@@ -119,8 +119,34 @@ def test_power_draws_in_proportion_to_the_value():
     assert np.all(draws[:, 3] == 3)
 
 
+def test_mixed_alternates_the_best_and_uniform_draws():
+    """Every question once; of each two consecutive places one is the best question not yet
+    taken (the places of the best-first list are the odd or the even ones, by a fair coin), and
+    the other places hold a uniform draw: over many orders the question at a drawn place is any
+    question with equal probability (the best ones aside, taken already)."""
+    score = np.array([0.9, 0.8, 0.7] + [0.1] * 7)
+    rng = np.random.default_rng(0)
+    orders = np.array([question_order(score, "mixed", rng) for _ in range(8_000)])
+    assert np.all(np.sort(orders, axis=1) == np.arange(10))
+    # the coin: the best question first, or a draw of the ten (the best one with chance 0.1)
+    assert 0.53 < np.mean(orders[:, 0] == 0) < 0.57
+    # the first 2k places hold the k best questions, whatever the draws
+    for k in (1, 2, 3):
+        assert np.all(np.isin(np.arange(k), orders[:, : 2 * k]))
+    # and the other places a uniform draw: a batch of two holds a given low-valued question
+    # with chance 0.1 (the draw) + 0.05 / 9 (the draw first, the best question drawn, then a
+    # second draw of the nine others) — each of the seven equally often
+    batch_of_two = np.bincount(orders[:, :2].ravel(), minlength=10) / len(orders)
+    assert np.allclose(batch_of_two[3:], 0.1 + 0.05 / 9, atol=0.012)
+    # same values as information; a batch of one is the best question half the time
+    assert np.array_equal(
+        pair_question_values(np.ones(3), 1.0, 2.0, "mixed"),
+        pair_question_values(np.ones(3), 1.0, 2.0, "information"),
+    )
+
+
 def test_bad_input():
-    assert PAIR_QUESTION_VALUES == ("information", "power", "uncertainty", "random")
+    assert PAIR_QUESTION_VALUES == ("information", "power", "mixed", "uncertainty", "random")
     with pytest.raises(ValueError, match="the random strategy needs a random generator"):
         pair_question_values(np.zeros(2), 1.0, 2.0, "random")
     with pytest.raises(ValueError, match=r"strategy must be one of .*; got 'entropy'"):

@@ -72,17 +72,35 @@ def test_uncertainty_is_the_least_confident_prediction(fitted, name):
 @pytest.mark.parametrize("name", list(FAST))
 def test_power_draws_pairs_valued_by_their_information(fitted, name):
     """``power``: the same questions and values as ``information``, in the order of a draw,
-    not best first; ``auto`` is ``information``."""
+    not best first."""
     model = fitted[name]
-    assert model.default_question_strategy == "information"
     drawn = model.suggest(1000, strategy="power", random_state=0)
     best_first = model.suggest(1000, strategy="information", random_state=0)
-    assert best_first.equals(model.suggest(1000, random_state=0))
     key = ["left", "right"]
     same = drawn.merge(best_first, on=key, suffixes=("", "_best"))
     assert len(same) == len(drawn) == len(best_first)
     assert np.allclose(same["score"], same["score_best"])
     assert not np.all(np.diff(drawn["score"].to_numpy()) <= 0)  # a draw, not a sort
+
+
+@pytest.mark.parametrize("name", list(FAST))
+def test_mixed_asks_half_best_first_half_drawn(fitted, name):
+    """``mixed`` (``auto``): information-valued, and its first 2k questions hold the k best."""
+    model = fitted[name]
+    assert model.default_question_strategy == "mixed"
+    mixed = model.suggest(40, strategy="mixed", random_state=0)
+    assert mixed.equals(model.suggest(40, random_state=0))
+    best_first = model.suggest(1000, strategy="information", random_state=0)
+    key = ["left", "right"]
+    same = mixed.merge(best_first, on=key, suffixes=("", "_best"))
+    assert len(same) == len(mixed) == 40
+    assert np.allclose(same["score"], same["score_best"])
+    top = best_first.head(20)[key].apply(tuple, axis=1)
+    assert set(top) <= set(mixed[key].apply(tuple, axis=1))
+    # and the other half is not the next twenty best
+    assert not set(best_first.head(40)[key].apply(tuple, axis=1)) == set(
+        mixed[key].apply(tuple, axis=1)
+    )
 
 
 def test_information_is_bald_of_the_predicted_difference(fitted):

@@ -174,8 +174,9 @@ class GPPreferenceBase(Estimator):
 
     # ------------------------------------------------------------------ what to ask next
     question_strategies = PAIR_QUESTION_VALUES
-    #: what ``strategy="auto"`` means (benchmarks/results/active_pairs_strict_32.md)
-    default_question_strategy: ClassVar[str] = "information"
+    #: what ``strategy="auto"`` means: half of the questions by information gain, half drawn
+    #: (benchmarks/results/active_pairs_strict_32.md, active_pairs_crowd_mixed_16.md)
+    default_question_strategy: ClassVar[str] = "mixed"
     #: without ``candidates``: every pair of the fitted items when there are at most this
     #: many, else this many distinct pairs drawn uniformly at random (``random_state``)
     max_candidate_pairs: ClassVar[int] = 50_000
@@ -211,8 +212,9 @@ class GPPreferenceBase(Estimator):
         :func:`~crowdbayes.gp.pair_question_values` on the model's prediction of the answer
         (:meth:`_answer_model`). A pair whose predicted (consensus) answer has
         ``max(p, 1 - p) ≥ confidence`` is decided and left out. The questions are ordered by
-        :func:`~crowdbayes.gp.question_order` (best first, or drawn for ``"power"``); each
-        unordered pair appears once before any pair appears a second time.
+        :func:`~crowdbayes.gp.question_order` (best first; drawn for ``"power"``; best first
+        and a uniform draw alternating for ``"mixed"``); each unordered pair appears once
+        before any pair appears a second time.
         """
         name = type(self).__name__
         if available is not None and not self.personal_questions:
