@@ -206,10 +206,10 @@ def register(commands) -> None:
         "--strategy",
         default="auto",
         choices=("auto", *PAIR_QUESTION_VALUES),
-        help="how to choose questions (default auto: the model's own; for the GP models mixed, "
-        "half of them by information gain (BALD) best first and half drawn uniformly; "
-        "information: BALD best first; power: pairs drawn with probability proportional to "
-        "their information gain)",
+        help="how to choose questions (default auto: the model's own — mixed for gppl and its "
+        "variants, half of them by information gain (BALD) best first and half drawn "
+        "uniformly; information, BALD best first, for crowdgppl and the Bradley-Terry models; "
+        "power: pairs drawn with probability proportional to their information gain)",
     )
     add_output(following, "--out", "output: left,right[,worker],score", required=True)
     following.set_defaults(handler=_prefs_next)

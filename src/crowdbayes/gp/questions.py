@@ -44,10 +44,11 @@ whose answers also depend on their own, uncertain, tastes). Under the posterior
   UKPConvArgStrict (GPPL, all 32 topic folds, two draws; ``active_pairs_strict_32.md``): it
   reaches 0.70 with 90 comparisons as BALD does, has the largest area under the
   accuracy–budget curve (0.711; BALD 0.706, random 0.707) and is never below random pairs by
-  more than two paired standard errors (BALD: at 19 of 200 budgets); with crowdGPPL on the
-  raw crowd labels (16 folds, ``active_pairs_crowd_mixed_16.md``) its area equals BALD's
-  (0.714 against 0.715) and it reaches 0.70 sooner (98 comparisons against 136). The default
-  of the GP preference models. ``score`` is the information gain;
+  more than two paired standard errors (BALD: at 19 of 200 budgets): the default of GPPL and
+  its variants. With crowdGPPL on the raw crowd labels (32 folds,
+  ``active_pairs_crowd_mixed_32.md``) it falls behind BALD (area 0.677 against 0.689; not
+  significantly, −0.012 ± 0.013), which stays crowdGPPL's default. ``score`` is the
+  information gain;
 - ``"uncertainty"`` — least-confident sampling, ``1 - max(p, 1 - p)``, the uncertainty
   sampling of Simpson & Gurevych (2018, Experiment 5): the pairs whose predicted answer is
   closest to a coin flip;

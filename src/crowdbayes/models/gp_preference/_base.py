@@ -175,7 +175,7 @@ class GPPreferenceBase(Estimator):
     # ------------------------------------------------------------------ what to ask next
     question_strategies = PAIR_QUESTION_VALUES
     #: what ``strategy="auto"`` means: half of the questions by information gain, half drawn
-    #: (benchmarks/results/active_pairs_strict_32.md, active_pairs_crowd_mixed_16.md)
+    #: (benchmarks/results/active_pairs_strict_32.md; CrowdGPPL keeps ``"information"``)
     default_question_strategy: ClassVar[str] = "mixed"
     #: without ``candidates``: every pair of the fitted items when there are at most this
     #: many, else this many distinct pairs drawn uniformly at random (``random_state``)
