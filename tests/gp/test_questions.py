@@ -120,10 +120,9 @@ def test_power_draws_in_proportion_to_the_value():
 
 
 def test_mixed_alternates_the_best_and_uniform_draws():
-    """Every question once; of each two consecutive places one is the best question not yet
-    taken (the places of the best-first list are the odd or the even ones, by a fair coin), and
-    the other places hold a uniform draw: over many orders the question at a drawn place is any
-    question with equal probability (the best ones aside, taken already)."""
+    """Every question once; the best-first list and a uniform permutation alternate (a fair coin
+    choosing which starts), so the first 2k places hold the k best whatever the draws, and the
+    low-valued questions come in through the draws, each equally often."""
     score = np.array([0.9, 0.8, 0.7] + [0.1] * 7)
     rng = np.random.default_rng(0)
     orders = np.array([question_order(score, "mixed", rng) for _ in range(8_000)])
@@ -138,7 +137,7 @@ def test_mixed_alternates_the_best_and_uniform_draws():
     # second draw of the nine others) — each of the seven equally often
     batch_of_two = np.bincount(orders[:, :2].ravel(), minlength=10) / len(orders)
     assert np.allclose(batch_of_two[3:], 0.1 + 0.05 / 9, atol=0.012)
-    # same values as information; a batch of one is the best question half the time
+    # the values are the information gain's
     assert np.array_equal(
         pair_question_values(np.ones(3), 1.0, 2.0, "mixed"),
         pair_question_values(np.ones(3), 1.0, 2.0, "information"),
