@@ -54,8 +54,8 @@ With ``<strategy>+workers`` beside ``<strategy>`` the report compares the two, f
 (area per fold, budgets above or below by more than two standard errors). ``--first-fold K``
 replays folds ``K, ..., K + N - 1`` (with ``--folds N``), so that a long run can be split and
 its CSVs concatenated. ``--replicate R`` (R ≥ 1) replays with another seed for the
-strategies' own draws (``random``, ``power``) on the same folds and starting comparisons; a
-CSV holding several replicates is averaged over them within each fold.
+strategies' own draws (``random``, ``power``, ``mixed``) on the same folds and starting
+comparisons; a CSV holding several replicates is averaged over them within each fold.
 """
 
 from __future__ import annotations
