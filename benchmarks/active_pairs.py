@@ -10,8 +10,10 @@ strategy asks ``--batch`` pairs, the pool reveals a matching unused comparison f
 init=model)``) until ``--budget`` comparisons have been seen. Item features: the
 384-dimensional all-MiniLM-L6-v2 embeddings of the argument texts (the paper's linguistic +
 GloVe features are not available). Strategies: the model's own (``information`` = BALD,
-``uncertainty`` = least confident, as in the paper, ``random``) and, with ``--variant
-crowd``, the same strategies choosing the worker too (``<strategy>+workers``).
+``uncertainty`` = least confident, as in the paper, ``power``, ``mixed``), the pool's
+model-free baselines (``random``; ``round_robin``, the pairs compared least;
+``item_coverage``, the pairs of the items compared least) and, with ``--variant crowd``, the
+model's strategies choosing the worker too (``<strategy>+workers``).
 
 ``--variant strict``: the pool is UKPConvArg1Strict (one gold label per pair), the model GPPL.
 ``--variant crowd``: the pool is every raw MTurk label of UKPConvArg1

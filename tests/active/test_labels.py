@@ -161,3 +161,9 @@ def test_warm_refit_runs_cold_fits_on_a_geometric_schedule(sim, monkeypatch):
     assert sum(kind == "warm" for kind, _ in calls) == 7  # every round after the first fit
     with pytest.raises(ValueError, match="restart_growth"):
         WarmRefit(0)
+
+
+def test_a_pair_baseline_is_refused_by_name(sim):
+    pool = LabelPool(sim.labels, sim.truth, start=1, random_state=0)
+    with pytest.raises(ValueError, match="'item_coverage': a label pool plays 'round_robin'"):
+        pool.baseline("item_coverage", 3, np.random.default_rng(0))

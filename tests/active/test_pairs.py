@@ -95,7 +95,18 @@ def test_baselines(sim):
     fewest = pool.baseline("round_robin", 5, rng)
     seen = pair_set(pool.observed())
     assert not (pair_set(fewest) & seen)  # pairs never compared come first
-    with pytest.raises(ValueError, match="unknown pool strategy 'often'"):
+    # item coverage: the pairs whose items were compared least, in all
+    covering = pool.baseline("item_coverage", 5, rng)
+    observed = pool.observed()
+    per_item = pd.concat([observed["left"], observed["right"]]).value_counts()
+
+    def times_compared(pairs):
+        return sum(per_item.reindex(pairs[s], fill_value=0).to_numpy() for s in ("left", "right"))
+
+    fewest_times = np.sort(times_compared(pool.candidates(False)))[:5]
+    assert list(times_compared(covering)) == list(fewest_times)
+    assert pair_set(covering) <= pair_set(pool.candidates(False))
+    with pytest.raises(ValueError, match="unknown pool strategy 'often': a pair pool plays"):
         pool.baseline("often", 5, rng)
 
 

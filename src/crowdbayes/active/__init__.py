@@ -10,7 +10,8 @@ a model's internals:
 - :class:`LabelPool` (class labels) and :class:`PairPool` (pairwise comparisons) are the pools;
 - :class:`WarmRefit` refits each round from the previous fit, with cold fits on a geometric
   schedule that replace it when their objective is higher;
-- ``"round_robin"`` and ``"random"`` are the model-free baselines a pool can play.
+- ``"round_robin"`` and ``"random"`` are the model-free baselines a pool can play
+  (:class:`PairPool` also ``"item_coverage"``: the pairs of the items compared least).
 """
 
 from .labels import LabelPool

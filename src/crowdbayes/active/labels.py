@@ -83,7 +83,9 @@ class LabelPool(SeenAnswers):
             counts = self.observed()["task"].value_counts().reindex(tasks, fill_value=0)
             chosen = np.lexsort((rng.random(len(tasks)), counts.to_numpy()))[:n]
         else:
-            raise ValueError(f"unknown pool strategy {strategy!r}")
+            raise ValueError(
+                f"unknown pool strategy {strategy!r}: a label pool plays 'round_robin' or 'random'"
+            )
         return pd.DataFrame({"task": tasks[chosen], "score": np.nan})
 
     def reveal(self, questions: pd.DataFrame, rng: np.random.Generator) -> int:

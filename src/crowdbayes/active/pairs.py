@@ -105,7 +105,10 @@ class PairPool(SeenAnswers):
 
     def baseline(self, strategy: str, n: int, rng: np.random.Generator) -> pd.DataFrame:
         """``random``: pairs drawn at random among those with a held-back comparison;
-        ``round_robin``: the pairs with the fewest comparisons seen (ties at random)."""
+        ``round_robin``: the pairs with the fewest comparisons seen (ties at random);
+        ``item_coverage``: the pairs whose two items have been compared fewest times in all
+        (ties at random), a balanced design that spreads the comparisons over as many items
+        as the pool has before any item is compared twice."""
         pairs = self.candidates(False)
         if strategy == "random":
             chosen = rng.permutation(len(pairs))[:n]
@@ -114,8 +117,18 @@ class PairPool(SeenAnswers):
             seen = pd.Series(self._pair[self.seen]).value_counts()
             counts = seen.reindex(key, fill_value=0).to_numpy()
             chosen = np.lexsort((rng.random(len(pairs)), counts))[:n]
+        elif strategy == "item_coverage":
+            seen = self.table[self.seen]
+            per_item = pd.concat([seen["left"], seen["right"]]).value_counts()
+            counts = sum(
+                per_item.reindex(pairs[side], fill_value=0).to_numpy() for side in ("left", "right")
+            )
+            chosen = np.lexsort((rng.random(len(pairs)), counts))[:n]
         else:
-            raise ValueError(f"unknown pool strategy {strategy!r}")
+            raise ValueError(
+                f"unknown pool strategy {strategy!r}: a pair pool plays 'round_robin', 'random' "
+                "or 'item_coverage'"
+            )
         return pairs.iloc[chosen].assign(score=np.nan).reset_index(drop=True)
 
     def reveal(self, questions: pd.DataFrame, rng: np.random.Generator) -> int:

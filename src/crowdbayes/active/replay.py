@@ -3,12 +3,13 @@
 A *pool* holds the answers of a real data set, split into those the model has seen and those
 held back. Each round the strategy chooses questions — the model's own (``model.suggest``) or a
 model-free baseline the pool plays (``"round_robin"``: the questions asked least so far;
-``"random"``) — the pool reveals a matching unused answer for each (for a question naming a
-worker, only that worker's answer), and the model is refitted on everything revealed so far.
-The record of a round is the number of answers seen, the accuracy against the gold answers and
-the model's gold-free estimate of that accuracy, so budget–accuracy curves of strategies can be
-compared on the same pool (the protocol of Simpson & Gurevych 2018, Experiment 5, for pairs;
-of incremental relabelling for labels).
+``"random"``; for pairs ``"item_coverage"``: the pairs of the items compared least) — the pool
+reveals a matching unused answer for each (for a question naming a worker, only that worker's
+answer), and the model is refitted on everything revealed so far. The record of a round is the
+number of answers seen, the accuracy against the gold answers and the model's gold-free
+estimate of that accuracy, so budget–accuracy curves of strategies can be compared on the same
+pool (the protocol of Simpson & Gurevych 2018, Experiment 5, for pairs; of incremental
+relabelling for labels).
 """
 
 from __future__ import annotations
@@ -24,8 +25,8 @@ from .._utils import RandomState, as_generator
 
 __all__ = ["Pool", "SeenAnswers", "WarmRefit", "rows_by_key", "simulate", "POOL_STRATEGIES"]
 
-#: strategies a pool plays without asking the model
-POOL_STRATEGIES = ("round_robin", "random")
+#: strategies a pool plays without asking the model (``"item_coverage"``: pairs only)
+POOL_STRATEGIES = ("round_robin", "random", "item_coverage")
 
 
 class Pool(Protocol):
