@@ -29,11 +29,14 @@ whose answers also depend on their own, uncertain, tastes). Under the posterior
   rates a little lower. Measured (``benchmarks/results/active_pairs_strict_32.md``, GPPL on
   UKPConvArgStrict, all 32 topic folds, two draws): no better than BALD there — both lead
   random pairs up to about 100 comparisons and trail them by 0.01 afterwards (area 0.706
-  each, random 0.707); with crowdGPPL on the raw crowd labels choosing the worker too helps
-  the draws (area 0.762 against 0.744 worker-blind, 4 of 4 folds;
-  ``active_pairs_crowd_power.md``), while worker-blind BALD stays best (0.772; on all 32
-  folds 0.689, and 0.669 choosing the worker: ``active_pairs_crowd_32.md``). ``score`` is
-  the information gain; the order is the draw;
+  each, random 0.707); with crowdGPPL on the raw crowd labels, valuing each worker by
+  their fitted tastes, choosing the worker too helped the draws (area 0.762 against 0.744
+  worker-blind, 4 of 4 folds; ``active_pairs_crowd_power.md``), while worker-blind BALD
+  stayed best (0.772; on all 32 folds 0.689, and 0.669 choosing the worker:
+  ``active_pairs_crowd_32.md``; with the workers' tastes at their prior, as crowdGPPL now
+  values them, BALD choosing the worker is level with worker-blind BALD, 0.6925:
+  ``active_pairs_crowd_workers_prior.md``). ``score`` is the information gain; the order
+  is the draw;
 - ``"mixed"`` — half of the questions by information gain best first, half drawn uniformly:
   the two lists alternate (which of them gives the first question is a fair coin, so a batch
   of one is either), a question already taken is skipped. The random half is the exploration

@@ -209,8 +209,9 @@ def test_crowdgppl_asks_workers(fitted):
 
 
 def test_crowdgppl_values_the_workers_own_answer(fitted):
-    """A named worker's answer is predicted as in ``predict_proba(workers=...)``; a new
-    worker is one drawn from the prior."""
+    """Uncertainty: a named worker's answer is predicted as in ``predict_proba(workers=...)``.
+    Information: every worker's tastes are taken at their prior, as a new worker's, so
+    without ties a question is worth the same whoever is named (and as much as unnamed)."""
     model = fitted["CrowdGPPL"]
     candidates = pd.DataFrame(
         {"left": ["item1", "item2", "item3"], "right": ["item4", "item9", "item0"]}
@@ -218,15 +219,18 @@ def test_crowdgppl_values_the_workers_own_answer(fitted):
     asked = model.suggest(6, candidates=candidates, strategy="uncertainty", random_state=0)
     p = model.predict_proba(asked["left"], asked["right"], workers=asked["worker"]).to_numpy()
     assert np.allclose(asked["score"], 1 - np.maximum(p, 1 - p))
-    # a worker whose personal deviation is unknown tells less about the consensus
+    assert model.tie_rate_ == 0.0
     one = pd.DataFrame({"left": ["item1"], "right": ["item4"], "worker": ["user1"]})
-    new = one.assign(worker="never-seen")
-    known = model.suggest(1, candidates=one)["score"].iloc[0]
-    stranger = model.suggest(1, candidates=new)["score"].iloc[0]
-    assert stranger == pytest.approx(
-        model.suggest(1, candidates=one[["left", "right"]])["score"][0]
-    )
-    assert known != stranger
+    unnamed = model.suggest(1, candidates=one[["left", "right"]])["score"][0]
+    for strategy in ("information", "mixed", "power"):
+        for worker in ("user1", "user7", "never-seen"):
+            named = one.assign(worker=worker)
+            score = model.suggest(1, candidates=named, strategy=strategy)["score"].iloc[0]
+            assert score == pytest.approx(unnamed, rel=1e-12)
+    # the fitted q(w) of a known worker would value them differently
+    mean, var = model._question_worker_moments(one, at_prior=False)
+    prior_mean, prior_var = model._question_worker_moments(one, at_prior=True)
+    assert not np.allclose(mean, prior_mean) and (var < prior_var).all()
 
 
 def test_crowdgppl_counts_a_tie_as_no_answer(sim):

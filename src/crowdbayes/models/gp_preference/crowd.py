@@ -464,32 +464,35 @@ class CrowdGPPL(GPPLBase):
     def _answer_model(self, questions, pairs, mean, var, learnable):
         """Who answers matters: worker ``j``'s answer is ``Φ((Δt + e_j)/α)`` with
         ``e_j = Σ_c Δv_c w_{c,j}`` their personal deviation from the consensus ``t``.
-        Questions are valued by what the answer says about the consensus difference ``Δt``
-        (the quantity behind :meth:`predict_proba` without workers): under ``q``, ``e_j`` is
-        independent of ``Δt`` with mean ``Σ_c Δv̂_c ŵ_{c,j}`` and variance
-        ``Σ_c (ŵ_{c,j}² + ω_{c,j}) Var[Δv_c] + ω_{c,j} Δv̂_c²`` (2020, Eq. 25), so the answer
-        given ``Δt`` is a probit with mean shifted by ``E[e_j]`` and noise ``α² + Var[e_j]``.
-        A worker who follows the consensus and is well known is worth more than one whose
-        answers mostly reflect their own (or unknown) tastes. Rows without a worker, and
-        workers not seen in fit, are a new worker drawn from the prior (``E[w] = 0``,
-        ``Var[w] = 1/E[s_c^{(w)}]``). With ``learnable`` the consensus and component
-        variances are those an answer can inform (:meth:`GPPL._learnable_moments`).
 
-        A limit of this myopic value, measured (``benchmarks/results/active_pairs_crowd_32.md``,
-        UKPConvArg crowd labels, 32 folds): best first, every question goes to the workers
-        already seen — their ``q(w_j)`` is narrower, so their answers look more informative —
-        and the consensus stays confounded with their own tastes, a dependence ``q(t) q(w)``
-        leaves out. Choosing the worker there scores below worker-blind BALD (area 0.669
-        against 0.689); drawing the questions (``strategy="power"``) spreads them over
-        workers (0.762 against 0.744 worker-blind, 4 folds); half of them drawn uniformly
-        (``"mixed"``) does not make choosing the worker pay (0.703 against 0.714 worker-blind,
-        16 folds, ``active_pairs_crowd_mixed_16.md``)."""
+        Questions are valued by what the answer says about the consensus difference ``Δt``
+        (the quantity behind :meth:`predict_proba` without workers), ``e_j`` independent of
+        ``Δt`` with mean ``Σ_c Δv̂_c E[w_{c,j}]`` and variance
+        ``Σ_c (E[w_{c,j}]² + Var[w_{c,j}]) Var[Δv_c] + Var[w_{c,j}] Δv̂_c²`` (2020, Eq. 25), so
+        the answer given ``Δt`` is a probit with mean shifted by ``E[e_j]`` and noise
+        ``α² + Var[e_j]``. For ``uncertainty`` (not ``learnable``) that is the worker's own
+        predicted answer: ``w_j`` under ``q``, as in :meth:`predict_proba` with workers.
+
+        For the information strategies (``learnable``) every worker's ``w_j`` is taken at
+        its prior (``E[w] = 0``, ``Var[w] = 1/E[s_c^{(w)}]``), as for a worker never seen; the
+        worker then counts through the chance that their answer is not a tie
+        (:meth:`_answer_informs`). The fitted ``q(w_j)`` of a worker already seen is narrower,
+        so under it their answers look like a cleaner reading of ``Δt``; but their earlier
+        answers informed ``t`` and ``w_j`` together, and ``q(t) q(w)`` drops that dependence.
+        Valued by it, best first, every question went to the workers already seen and the
+        consensus stayed confounded with their tastes: on the UKPConvArg crowd labels (32
+        folds) choosing the worker that way scored below worker-blind BALD (area 0.669
+        against 0.689, ``benchmarks/results/active_pairs_crowd_32.md``); at the prior, the
+        questions go to the worker least likely to say "equal"
+        (``active_pairs_crowd_workers_prior.md``). With ``learnable`` the consensus and
+        component variances are those an answer can inform
+        (:meth:`GPPL._learnable_moments`)."""
         items = self._items()
         if learnable:
             mean, var = self._learnable_moments(pairs, mean, var)
         learnt_only = learnable and self._inducing_only()
         prior = 0.0 if learnt_only else items.pair_prior(pairs.low, pairs.high)
-        w_mean, w_var = self._question_worker_moments(questions)
+        w_mean, w_var = self._question_worker_moments(questions, at_prior=learnable)
         shift, spread = np.zeros(len(questions)), np.zeros(len(questions))
         for c, (v, s) in enumerate(zip(self._components, self._component_scales, strict=True)):
             m_c, var_c = pairs.expand(*items.pair_moments(v, s, pairs.low, pairs.high, prior))
@@ -512,15 +515,17 @@ class CrowdGPPL(GPPLBase):
             informs[known] = 1.0 - rates[known]
         return informs
 
-    def _question_worker_moments(self, questions: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
-        """``(E[w], Var[w])`` (C × questions) of each question's worker (module docstring of
-        :meth:`_answer_model` for rows without a known worker)."""
+    def _question_worker_moments(
+        self, questions: pd.DataFrame, *, at_prior: bool
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """``(E[w], Var[w])`` (C × questions) of each question's worker: the prior for rows
+        without a known worker, and for every row ``at_prior`` (:meth:`_answer_model`)."""
         n, C = len(questions), self.n_components
         prior_var = np.array([1.0 / s.mean for s in self._workers.scales])
         if isinstance(self._workers, _InducingWorkers):
             prior_var = prior_var * self._workers.projection.kernel.variance
         mean, var = np.zeros((C, n)), np.repeat(prior_var[:, None], n, axis=1)
-        if "worker" in questions.columns:
+        if "worker" in questions.columns and not at_prior:
             codes = self.worker_ids_.get_indexer(questions["worker"])
             known = codes >= 0
             if known.any():
