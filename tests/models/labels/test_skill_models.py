@@ -194,8 +194,18 @@ def test_agreement_covariance_matches_a_naive_loop(sim):
     frame, _ = sim
     labels = Labels(frame)
     covariance, observed = agreement_covariance(labels)
+    shrunk, _ = agreement_covariance(labels, prior_tasks=2.0)
     k = labels.n_classes
     by_worker = {w: g.set_index("task")["label"] for w, g in frame.groupby("worker")}
+    agreements, shared = 0, 0
+    for a in range(labels.n_workers):
+        for b in range(labels.n_workers):
+            first, second = by_worker[labels.workers[a]], by_worker[labels.workers[b]]
+            common = first.index.intersection(second.index)
+            if a != b:
+                agreements += int((first.loc[common] == second.loc[common]).sum())
+                shared += len(common)
+    pooled = agreements / shared
     for a in range(0, labels.n_workers, 3):
         for b in range(labels.n_workers):
             first, second = by_worker[labels.workers[a]], by_worker[labels.workers[b]]
@@ -203,8 +213,12 @@ def test_agreement_covariance_matches_a_naive_loop(sim):
             if a == b or len(common) == 0:
                 assert not observed[a, b]
                 continue
-            rate = (first.loc[common] == second.loc[common]).mean()
+            agree = (first.loc[common] == second.loc[common]).sum()
+            rate = agree / len(common)
             assert covariance[a, b] == pytest.approx((k * rate - 1) / (k - 1), rel=1e-12)
+            # two pseudo-tasks at the pooled rate of all shared label pairs
+            rate = (agree + 2.0 * pooled) / (len(common) + 2.0)
+            assert shrunk[a, b] == pytest.approx((k * rate - 1) / (k - 1), rel=1e-12)
 
 
 def test_mmsr_recovers_skills_and_flags_adversaries():
