@@ -24,13 +24,12 @@ class MMSR(SkillLabelModel):
     :math:`s_j = (K p_j - 1)/(K - 1)` two workers agree on a task with probability
     :math:`((K-1) s_i s_j + 1)/K`, so the agreement rates :math:`a_{ij}` (over the tasks both
     labelled) give :math:`C_{ij} = (K a_{ij} - 1)/(K - 1) \approx s_i s_j`: an incomplete
-    rank-one matrix, observed where two workers share tasks. Each rate is estimated with
-    ``prior_tasks`` pseudo-tasks at the pooled rate :math:`\bar a` (all agreements over all
+    rank-one matrix, observed where two workers share tasks. Each rate is estimated with :math:`t`
+    = ``prior_tasks`` pseudo-tasks at the pooled rate :math:`\bar a` (all agreements over all
     shared label pairs): :math:`a_{ij} = (m_{ij} + t\,\bar a)/(n_{ij} + t)` for
     :math:`m_{ij}` agreements on :math:`n_{ij}` shared tasks (the posterior mean under a beta
     prior centred on the pooled rate; ``prior_tasks=0`` is the plain rate of the paper).
-    M-MSR recovers
-    :math:`|s|` from :math:`|C|` by the robust fixed point
+    M-MSR recovers :math:`|s|` from :math:`|C|` by the robust fixed point
     :math:`x_i = \mathrm{median}_{j \sim i} |C_{ij}| / x_j` (MSR's trimming of the :math:`F`
     largest and smallest neighbour values leaves the median unchanged whenever both sides
     hold :math:`F` values, so it is implicit here), iterated as
