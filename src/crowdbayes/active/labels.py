@@ -15,7 +15,7 @@ import pandas as pd
 
 from .._utils import RandomState, as_generator
 from ..data import Labels
-from .replay import SeenAnswers, rows_by_key
+from .replay import SeenAnswers, fewest_first, rows_by_key
 
 __all__ = ["LabelPool"]
 
@@ -81,7 +81,7 @@ class LabelPool(SeenAnswers):
             chosen = rng.permutation(len(tasks))[:n]
         elif strategy == "round_robin":
             counts = self.observed()["task"].value_counts().reindex(tasks, fill_value=0)
-            chosen = np.lexsort((rng.random(len(tasks)), counts.to_numpy()))[:n]
+            chosen = fewest_first(counts.to_numpy(), n, rng)
         else:
             raise ValueError(
                 f"unknown pool strategy {strategy!r}: a label pool plays 'round_robin' or 'random'"

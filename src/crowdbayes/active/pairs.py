@@ -17,7 +17,7 @@ from .._utils import RandomState, as_generator
 from ..data import Comparisons
 from ..data.comparisons import TIE
 from ..data.features import read_features
-from .replay import SeenAnswers, rows_by_key
+from .replay import SeenAnswers, fewest_first, rows_by_key
 
 __all__ = ["PairPool"]
 
@@ -115,15 +115,14 @@ class PairPool(SeenAnswers):
         elif strategy == "round_robin":
             key = _pair_keys(pairs["left"].to_numpy(), pairs["right"].to_numpy())
             seen = pd.Series(self._pair[self.seen]).value_counts()
-            counts = seen.reindex(key, fill_value=0).to_numpy()
-            chosen = np.lexsort((rng.random(len(pairs)), counts))[:n]
+            chosen = fewest_first(seen.reindex(key, fill_value=0).to_numpy(), n, rng)
         elif strategy == "item_coverage":
             seen = self.table[self.seen]
             per_item = pd.concat([seen["left"], seen["right"]]).value_counts()
             counts = sum(
                 per_item.reindex(pairs[side], fill_value=0).to_numpy() for side in ("left", "right")
             )
-            chosen = np.lexsort((rng.random(len(pairs)), counts))[:n]
+            chosen = fewest_first(counts, n, rng)
         else:
             raise ValueError(
                 f"unknown pool strategy {strategy!r}: a pair pool plays 'round_robin', 'random' "

@@ -23,7 +23,15 @@ import pandas as pd
 
 from .._utils import RandomState, as_generator
 
-__all__ = ["Pool", "SeenAnswers", "WarmRefit", "rows_by_key", "simulate", "POOL_STRATEGIES"]
+__all__ = [
+    "Pool",
+    "SeenAnswers",
+    "WarmRefit",
+    "rows_by_key",
+    "fewest_first",
+    "simulate",
+    "POOL_STRATEGIES",
+]
 
 #: strategies a pool plays without asking the model (``"item_coverage"``: pairs only)
 POOL_STRATEGIES = ("round_robin", "random", "item_coverage")
@@ -81,6 +89,12 @@ def rows_by_key(keys, rows) -> dict:
     for key, row in zip(keys, rows, strict=True):
         slots.setdefault(key, []).append(int(row))
     return slots
+
+
+def fewest_first(counts: np.ndarray, n: int, rng: np.random.Generator) -> np.ndarray:
+    """The positions of the ``n`` smallest ``counts``, smallest first, ties in a random order
+    (the model-free baselines that ask what was asked least)."""
+    return np.lexsort((rng.random(len(counts)), counts))[:n]
 
 
 class WarmRefit:
