@@ -26,6 +26,9 @@ RESULTS = REPO / "benchmarks" / "results"
 DATA_ENV_VAR = "CROWDBAYES_DATA"
 
 _THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+#: when the benchmark started (this module is imported as its run begins): reports are written
+#: at the end, and their header says when the run began
+_STARTED = datetime.datetime.now(datetime.timezone.utc).astimezone()
 
 
 # --------------------------------------------------------------------------- data root
@@ -108,16 +111,15 @@ def machine_lines() -> list[str]:
     """Markdown bullet lines describing the run: date, machine and versions."""
     affinity = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
     threads = ", ".join(f"{v}={os.environ.get(v, 'unset')}" for v in _THREAD_VARS)
-    now = datetime.datetime.now(datetime.timezone.utc).astimezone()
     return [
-        f"- date: {now.strftime('%Y-%m-%d %H:%M %Z')} (start of the run)",
+        f"- date: {_STARTED.strftime('%Y-%m-%d %H:%M %Z')} (start of the run)",
         f"- machine: {platform.node()}, {platform.system()} {platform.release()}, "
         f"{_cpu_model()}, nproc={affinity} (os.cpu_count={os.cpu_count()}), "
         f"RAM {_memory_total()}",
         f"- python {platform.python_version()}; crowdbayes {_version('crowdbayes')} "
         f"(src sha256 {src_fingerprint()}), crowd-kit {_version('crowd-kit')}, "
         f"numpy {_version('numpy')}, scipy {_version('scipy')}, pandas {_version('pandas')}",
-        f"- threads: {threads}; load average at start {load_average()}",
+        f"- threads: {threads}; load average at start {_LOAD_AT_START}",
     ]
 
 
@@ -127,6 +129,9 @@ def load_average() -> str:
         return " ".join(f"{x:.2f}" for x in os.getloadavg())
     except OSError:
         return "unknown"
+
+
+_LOAD_AT_START = load_average()
 
 
 def fingerprint_lines(seen: set[str]) -> list[str]:
