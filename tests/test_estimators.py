@@ -431,6 +431,21 @@ def test_results_before_fit_raise_not_fitted(cls, tmp_path):
 
 
 @pytest.mark.parametrize("cls", MODELS, ids=ids)
+def test_result_attributes_before_fit_raise_not_fitted(cls):
+    """Every attribute a fit sets, asked of an unfitted model, names the model (README); it is
+    also an AttributeError, so ``hasattr`` says False."""
+    fitted = fit_quietly(fast(cls), inputs(cls))
+    results = [name for name in vars(fitted) if name.endswith("_") and not name.startswith("_")]
+    model = fast(cls)
+    for name in results:
+        with pytest.raises(NotFittedError, match=f"{cls.__name__} is not fitted yet.*{name}"):
+            getattr(model, name)
+        assert not hasattr(model, name)
+    with pytest.raises(AttributeError, match="no attribute 'not_a_result_'"):
+        getattr(fitted, "not_a_result_")  # noqa: B009
+
+
+@pytest.mark.parametrize("cls", MODELS, ids=ids)
 def test_fit_sets_only_attributes_ending_in_underscore(cls):
     model = fast(cls)
     before = dict(vars(model))

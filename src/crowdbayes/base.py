@@ -318,6 +318,16 @@ class Estimator:
         return as_generator(getattr(self, "random_state", None))
 
     # ----------------------------------------------------------------- fitted state
+    def __getattr__(self, name: str):
+        """Only reached when ``name`` is not an attribute: a result (``name_``) asked of a model
+        not fitted yet raises :class:`NotFittedError` naming the model."""
+        if name.endswith("_") and not name.startswith("_") and not self.is_fitted():
+            model = type(self).__name__
+            raise NotFittedError(
+                f"{model} is not fitted yet: call {model}.fit(...) first (asked for {name!r})"
+            )
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
     def is_fitted(self) -> bool:
         """True once ``fit`` has set a result (an attribute ending in ``_``)."""
         return any(name.endswith("_") and not name.startswith("_") for name in vars(self))

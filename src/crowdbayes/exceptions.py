@@ -3,8 +3,10 @@
 import numpy as np
 
 
-class NotFittedError(RuntimeError):
-    """A result was asked of an estimator before ``fit`` was called."""
+class NotFittedError(RuntimeError, AttributeError):
+    """A result was asked of an estimator before ``fit`` was called. Also an
+    :class:`AttributeError` (as scikit-learn's), so that ``hasattr(model, "labels_")`` is
+    False on a model not fitted yet."""
 
 
 class ConvergenceWarning(UserWarning):

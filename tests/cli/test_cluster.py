@@ -376,3 +376,27 @@ def test_learning_rate_and_widths_reach_scdc(tmp_path, sim):
     )
     assert type(model).__name__ == "SCDC"
     assert (model.learning_rate, model.hidden) == (2e-3, (7,))
+
+
+def test_report_cluster_fits_the_model_that_cluster_fit_fits(tmp_path, sim, monkeypatch):
+    """``report cluster`` takes the inputs and options of ``cluster fit`` and, like it, a deep
+    model's latent size from the features (at most 5 here); it used to fit 8 over 2 features
+    and merge the pinwheel's arms that ``cluster fit`` separates."""
+    pytest.importorskip("torch").set_num_threads(1)
+    from crowdbayes.cli import cluster as cluster_cli
+
+    fitted = []
+    fit = cluster_cli._fit
+
+    def recording(model, links):
+        fitted.append(model)
+        return fit(model, links)
+
+    monkeypatch.setattr(cluster_cli, "_fit", recording)
+    features, links = tmp_path / "f.npy", tmp_path / "links.csv"
+    np.save(features, _features(sim.truth))
+    sim.links.to_csv(links, index=False)
+    assert run("report", "cluster", "--links", links, "--features", features, "--model",
+               "bayes-scdc", "--clusters", 3, "--epochs", 1, "--restarts", 1,
+               "--out", tmp_path / "r.html") == 0  # fmt: skip
+    assert [model.latent_dim for model in fitted] == [5]

@@ -149,6 +149,24 @@ def test_save_model_then_continue_from_it(small_labels, tmp_path, capsys):
     assert (pd.read_csv(out)["label"] == pd.read_csv(tmp_path / "full.csv")["label"]).all()
 
 
+def test_the_model_started_from_is_updated_in_place(small_labels, tmp_path, capsys):
+    """The README's daily update: ``--init-model ds.npz --save-model ds.npz`` replaces the model
+    it started from without --force; any other existing file is still refused."""
+    from crowdbayes import load
+
+    model_file, other = tmp_path / "ds.npz", tmp_path / "other.npz"
+    args = ["labels", "fit", str(small_labels), "--model", "ds"]
+    assert main([*args, "--save-model", str(model_file), "--max-iter", "2"]) == 0
+    assert main([*args, "--save-model", str(other), "--max-iter", "2"]) == 0
+    before = load(model_file).n_iter_
+    capsys.readouterr()
+    update = [*args, "--init-model", str(model_file)]
+    assert main([*update, "--save-model", str(model_file)]) == 0
+    assert load(model_file).n_iter_ != before  # the continued fit, not the file as it was
+    assert main([*update, "--save-model", str(other)]) == 2
+    assert "--save-model: " + str(other) + " exists; pass --force" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize(
     ("options", "message"),
     [

@@ -4,7 +4,8 @@ A command adds each option that names a file it writes with :func:`add_output`; 
 also adds ``--force``. :func:`check_outputs` (called by :func:`crowdbayes.cli.main` before the
 command runs, so before a possibly long fit) refuses
 
-- an existing file, unless ``--force`` (the file is left untouched);
+- an existing file, unless ``--force`` (the file is left untouched) or it is the model the
+  command updates (``--init-model`` named again as the output: updated in place);
 - a directory where a file is expected;
 - a missing parent directory (nothing is created silently);
 - two output options naming the same file.
@@ -63,16 +64,25 @@ def add_output(
 def check_outputs(args: argparse.Namespace) -> None:
     """Refuse the outputs of ``args`` that could not or should not be written (see above)."""
     seen: dict[Path, str] = {}
+    updated = _updated_in_place(args)
     for option in getattr(args, "output_options", ()):
         value = getattr(args, option.dest, None)
         if value is None:
             continue
         path = Path(value)
-        _check_one(option, path, force=bool(getattr(args, "force", False)))
         key = path.resolve()
+        _check_one(option, path, force=bool(getattr(args, "force", False)) or key in updated)
         if key in seen:
             raise CommandError(f"{option.flag} and {seen[key]} name the same file: {value}")
         seen[key] = option.flag
+
+
+def _updated_in_place(args: argparse.Namespace) -> set[Path]:
+    """Files an output may replace without ``--force``: the model the command starts from
+    (``--init-model``), named again as the output on purpose to update it in place (written
+    atomically, so a failed run leaves it as it was)."""
+    init = getattr(args, "init_model", None)
+    return {Path(init).resolve()} if init else set()
 
 
 def _check_one(option: OutputOption, path: Path, *, force: bool) -> None:

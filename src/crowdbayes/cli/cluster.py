@@ -378,6 +378,13 @@ def assignment_table(model, with_proba: bool = False) -> pd.DataFrame:
     return table
 
 
+def _fit_to_links(model, links: Links, args: argparse.Namespace, deep: bool) -> None:
+    """The settings a new model takes from the data before ``cluster fit`` (and ``report
+    cluster``) fit it: a deep model's latent size (:func:`_fit_latent_dim`)."""
+    if deep:
+        _fit_latent_dim(model, links, args)
+
+
 def _fit_latent_dim(model, links: Links, args: argparse.Namespace) -> None:
     """Without ``--latent-dim``, a latent space no larger than the features (a latent x of 8
     dimensions over 2 features has 6 dimensions of noise, in which the mixture's components
@@ -441,8 +448,7 @@ def _cluster_fit(args: argparse.Namespace) -> None:
         _import_torch(args.model)  # fail fast, before reading the data
     model = _make_model(args, show_progress(args.progress))
     links = _load_links(args, deep)
-    if deep:
-        _fit_latent_dim(model, links, args)
+    _fit_to_links(model, links, args, deep)
     start = time.perf_counter()
     _fit(model, links)
     seconds = time.perf_counter() - start

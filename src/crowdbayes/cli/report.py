@@ -222,7 +222,10 @@ def _cluster_inputs(args, progress, loaded):
     if deep:
         cluster._import_torch(args.model)
     model = loaded or cluster._make_model(args, progress)
-    return cluster._load_links(args, deep), {}, args.links, lambda: model
+    links = cluster._load_links(args, deep)
+    if loaded is None:
+        cluster._fit_to_links(model, links, args, deep)  # as cluster fit does
+    return links, {}, args.links, lambda: model
 
 
 def _inputs(args: argparse.Namespace, family: _Family, progress: bool, loaded):

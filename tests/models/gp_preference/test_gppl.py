@@ -167,6 +167,9 @@ def test_predictions_for_new_items_and_pairs(small, vi_fit):
     comparisons, items, _ = small
     new = pd.DataFrame({"x0": [0.5, 2.5], "x1": [1.0, 0.2]}, index=["n1", "n2"])
     utility = vi_fit.predict_utility(new)
+    # ids in an 'item' column, as every feature table takes them
+    as_column = vi_fit.predict_utility(new.rename_axis("item").reset_index())
+    pd.testing.assert_frame_equal(as_column, utility)
     cov = vi_fit.predict_cov(new)
     np.testing.assert_allclose(np.diag(cov), utility["sd"] ** 2, rtol=1e-8)
     # far from every item the prior comes back: mean 0, variance 1/E[s]

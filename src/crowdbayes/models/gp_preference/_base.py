@@ -122,7 +122,10 @@ class GPPreferenceBase(Estimator):
         return pd.Series(ls, index=self.feature_names_, name="lengthscale")
 
     def _resolve(self, items: Sequence | pd.DataFrame, what: str) -> tuple[pd.Index, np.ndarray]:
-        """Feature rows for ``items``: known ids, or a feature DataFrame indexed by new ids."""
+        """Feature rows for ``items``: known ids, or a feature DataFrame of new items, their ids
+        in an ``item`` column or, without one, the index (as every feature table)."""
+        if isinstance(items, pd.DataFrame) and "item" in map(str, items.columns):
+            items = items.set_index(items.columns[list(map(str, items.columns)).index("item")])
         if isinstance(items, pd.DataFrame):
             if self.feature_names_ is None:
                 raise ValueError(

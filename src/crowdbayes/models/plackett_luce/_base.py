@@ -39,6 +39,10 @@ def logistic_gaussian_mean(mean: np.ndarray, var: np.ndarray) -> np.ndarray:
     return sigmoid(mean[..., None] + sd[..., None] * _GH_NODES) @ _GH_WEIGHTS
 
 
+#: items per block when only each item's own variance is needed (:meth:`PlackettLuceModel.score`)
+_BLOCK = 2048
+
+
 class PlackettLuceModel(Estimator):
     """Base class: ``fit(rankings) -> self``; results in attributes ending in ``_``."""
 
@@ -72,9 +76,10 @@ class PlackettLuceModel(Estimator):
         """Posterior mean and sd of each item's log-score u_i = log s_i."""
         self.check_is_fitted()
         ids, handle = self._items(items)
-        mean, cov = self._moments(handle)
-        if cov is not None:
-            sd = np.sqrt(np.maximum(np.diag(cov), 0.0))
+        blocks = [self._moments(handle[i : i + _BLOCK]) for i in range(0, len(handle), _BLOCK)]
+        if blocks and blocks[0][1] is not None:
+            mean = np.concatenate([m for m, _ in blocks])
+            sd = np.sqrt(np.maximum(np.concatenate([np.diag(c) for _, c in blocks]), 0.0))
         else:
             draws = self._draws(handle, 0, as_generator(0))
             mean, sd = draws.mean(axis=1), draws.std(axis=1)
@@ -98,7 +103,10 @@ class PlackettLuceModel(Estimator):
                 f"pairs: {int((positions < 0).sum())} item id(s) are unknown to the model "
                 f"(first: {unknown[0]!r}); pass their features with items="
             )
-        a, b = positions[: len(left)], positions[len(left) :]
+        # the moments of the items asked about only (not a covariance over every item)
+        used, where = np.unique(positions, return_inverse=True)
+        handle = handle[used]
+        a, b = where[: len(left)], where[len(left) :]
         mean, cov = self._moments(handle)
         if cov is not None:
             var = cov[a, a] + cov[b, b] - 2.0 * cov[a, b]
