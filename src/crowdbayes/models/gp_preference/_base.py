@@ -124,8 +124,9 @@ class GPPreferenceBase(Estimator):
     def _resolve(self, items: Sequence | pd.DataFrame, what: str) -> tuple[pd.Index, np.ndarray]:
         """Feature rows for ``items``: known ids, or a feature DataFrame of new items, their ids
         in an ``item`` column or, without one, the index (as every feature table)."""
-        if isinstance(items, pd.DataFrame) and "item" in map(str, items.columns):
-            items = items.set_index(items.columns[list(map(str, items.columns)).index("item")])
+        id_column = [c for c in getattr(items, "columns", ()) if str(c) == "item"]
+        if id_column:
+            items = items.set_index(id_column[0])
         if isinstance(items, pd.DataFrame):
             if self.feature_names_ is None:
                 raise ValueError(
