@@ -4,8 +4,9 @@ A command adds each option that names a file it writes with :func:`add_output`; 
 also adds ``--force``. :func:`check_outputs` (called by :func:`crowdbayes.cli.main` before the
 command runs, so before a possibly long fit) refuses
 
-- an existing file, unless ``--force`` (the file is left untouched) or it is the model the
-  command updates (``--init-model`` named again as the output: updated in place);
+- an existing file, unless ``--force`` (the file is left untouched) or it is the file the
+  option is declared to update in place (``replaces``: ``--save-model`` may name the
+  ``--init-model`` it continues from);
 - a directory where a file is expected;
 - a missing parent directory (nothing is created silently);
 - two output options naming the same file.
@@ -28,12 +29,15 @@ __all__ = ["add_output", "check_outputs", "OutputOption"]
 
 @dataclass(frozen=True)
 class OutputOption:
-    """An option naming an output: its flag, its ``args`` attribute, and whether the output may
-    be a directory (the Dask backend's per-partition results)."""
+    """An option naming an output: its flag, its ``args`` attribute, whether the output may
+    be a directory (the Dask backend's per-partition results), and the ``args`` attribute of
+    an input it may overwrite without ``--force`` (the same file named on purpose: updated
+    in place, atomically)."""
 
     flag: str
     dest: str
     directory_ok: bool = False
+    replaces: str | None = None
 
 
 def add_output(
@@ -43,11 +47,12 @@ def add_output(
     *,
     required: bool = False,
     directory_ok: bool = False,
+    replaces: str | None = None,
     metavar: str | None = None,
     group: argparse._ArgumentGroup | None = None,
 ) -> None:
     """Add the output option ``flag`` to ``parser`` (in ``group`` if given; and ``--force``
-    with the first one)."""
+    with the first one); ``replaces``: see :class:`OutputOption`."""
     target = parser if group is None else group
     action = target.add_argument(flag, required=required, help=help, metavar=metavar)
     declared = tuple(parser.get_default("output_options") or ())
@@ -58,31 +63,25 @@ def add_output(
             help="overwrite output files that exist (refused otherwise)",
         )
     declared = tuple(o for o in declared if o.flag != flag)
-    parser.set_defaults(output_options=(*declared, OutputOption(flag, action.dest, directory_ok)))
+    option = OutputOption(flag, action.dest, directory_ok, replaces)
+    parser.set_defaults(output_options=(*declared, option))
 
 
 def check_outputs(args: argparse.Namespace) -> None:
     """Refuse the outputs of ``args`` that could not or should not be written (see above)."""
     seen: dict[Path, str] = {}
-    updated = _updated_in_place(args)
     for option in getattr(args, "output_options", ()):
         value = getattr(args, option.dest, None)
         if value is None:
             continue
         path = Path(value)
         key = path.resolve()
-        _check_one(option, path, force=bool(getattr(args, "force", False)) or key in updated)
+        replaced = getattr(args, option.replaces, None) if option.replaces else None
+        in_place = replaced is not None and Path(replaced).resolve() == key
+        _check_one(option, path, force=bool(getattr(args, "force", False)) or in_place)
         if key in seen:
             raise CommandError(f"{option.flag} and {seen[key]} name the same file: {value}")
         seen[key] = option.flag
-
-
-def _updated_in_place(args: argparse.Namespace) -> set[Path]:
-    """Files an output may replace without ``--force``: the model the command starts from
-    (``--init-model``), named again as the output on purpose to update it in place (written
-    atomically, so a failed run leaves it as it was)."""
-    init = getattr(args, "init_model", None)
-    return {Path(init).resolve()} if init else set()
 
 
 def _check_one(option: OutputOption, path: Path, *, force: bool) -> None:

@@ -178,6 +178,7 @@ def register(commands) -> None:
         fit,
         "--save-model",
         "save the fitted model here (.npz, no pickle; any model)",
+        replaces="init_model",  # the daily update: --init-model M --save-model M
         group=scale,
     )
     scale.add_argument(
