@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from crowdbayes import BayesianDawidSkene, MajorityVote
+from crowdbayes import BayesianDawidSkene, CommunityDawidSkene, MajorityVote
 from crowdbayes.active import LabelPool, WarmRefit, simulate
 from crowdbayes.datasets import simulate_labels
 
@@ -161,6 +161,25 @@ def test_warm_refit_runs_cold_fits_on_a_geometric_schedule(sim, monkeypatch):
     assert sum(kind == "warm" for kind, _ in calls) == 7  # every round after the first fit
     with pytest.raises(ValueError, match="restart_growth"):
         WarmRefit(0)
+
+
+def test_warm_refit_refits_cold_a_model_that_cannot_continue(sim, monkeypatch):
+    """CommunityDawidSkene's fit takes no ``init``: every round is a cold fit (it raised a
+    TypeError, and ``benchmarks/active_labels.py --model community-ds`` with it)."""
+    calls = []
+    fit = CommunityDawidSkene.fit
+
+    def counting_fit(self, labels):
+        calls.append(labels.n_labels)
+        return fit(self, labels)
+
+    monkeypatch.setattr(CommunityDawidSkene, "fit", counting_fit)
+    pool = LabelPool(sim.labels, sim.truth, start=1, random_state=0)
+    record = simulate(
+        CommunityDawidSkene(), pool, batch=30, budget=240, strategy="auto", refit=WarmRefit()
+    )
+    assert calls == [150, 180, 210, 240]
+    assert list(record["n_answers"]) == calls
 
 
 def test_a_pair_baseline_is_refused_by_name(sim):

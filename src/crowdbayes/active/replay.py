@@ -14,6 +14,7 @@ relabelling for labels).
 
 from __future__ import annotations
 
+import inspect
 import time
 from collections.abc import Callable
 from typing import Any, Protocol
@@ -111,7 +112,8 @@ class WarmRefit:
     same labels reaches 0.74). Cold fits on a geometric schedule cost a bounded share of the
     replay: with growth ``g`` the cold fits' labels sum to at most ``(1 + g) / g`` times the
     final pool, against one warm pass per round. ``restart_growth=None`` never restarts; models
-    without an objective trace are only refitted warm.
+    without an objective trace are only refitted warm; a model whose ``fit`` takes no ``init``
+    (``CommunityDawidSkene``) is refitted cold every round.
     """
 
     def __init__(self, restart_growth: float | None = 0.25) -> None:
@@ -123,7 +125,7 @@ class WarmRefit:
 
     def __call__(self, model, pool: Pool):
         args = pool.fit_args()
-        if not model.is_fitted():
+        if not model.is_fitted() or not takes_init(model):
             self.cold_at = pool.n_observed
             return model.fit(*args)
         model.fit(*args, init=model)
@@ -137,6 +139,11 @@ class WarmRefit:
             self.n_restarts += 1
             model._set_state(cold._get_state())  # the estimator contract's fitted state
         return model
+
+
+def takes_init(model) -> bool:
+    """Whether the model's ``fit`` continues from a fitted model (an ``init`` argument)."""
+    return "init" in inspect.signature(model.fit).parameters
 
 
 def final_objective(model) -> float | None:
