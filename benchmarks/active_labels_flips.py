@@ -37,19 +37,23 @@ import pandas as pd  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import command_line, machine_lines, markdown_table, write_report  # noqa: E402
+from _common import markdown_table, write_markdown_report  # noqa: E402
 from crowdbayes.active import LabelPool, WarmRefit, simulate  # noqa: E402
 from crowdbayes.datasets import load_labels  # noqa: E402
 from crowdbayes.models.labels import BayesianDawidSkene  # noqa: E402
 
 
-def mean_confusion(model) -> np.ndarray:
-    """The fitted confusion matrices' mean, each worker weighted by their number of labels."""
+def fitted_workers(model) -> dict:
+    """The prevalence of the second class and the diagonal of the fitted confusion matrices'
+    mean, each worker weighted by their number of labels."""
     k = len(model.classes_)
     matrices = model.confusion_.to_numpy().reshape(-1, k, k)
     workers = model.confusion_.index.get_level_values(0)[::k]
     weights = model.worker_label_counts_.reindex(workers).fillna(0).to_numpy(np.float64)
-    return np.tensordot(weights / weights.sum(), matrices, axes=1)
+    mean = np.tensordot(weights / weights.sum(), matrices, axes=1)
+    row = {"prevalence of class 2": float(model.prevalence_.iloc[1])}
+    row.update({f"mean confusion [{c},{c}]": float(mean[c, c]) for c in range(k)})
+    return row
 
 
 def state(model, pool: LabelPool, full_answers: pd.Series) -> dict:
@@ -62,19 +66,15 @@ def state(model, pool: LabelPool, full_answers: pd.Series) -> dict:
     table = pool.table.assign(seen=pool.seen)
     per_task = table.groupby("task")["seen"].agg(["sum", "size"]).reindex(gold.index)
     complete = (per_task["sum"] == per_task["size"]).to_numpy()
-    confusion = mean_confusion(model)
-    row = {
+    return {
         "accuracy": right.mean(),
         "differ, replay right": int((differ & right).sum()),
         "differ, full pool right": int((differ & ~right).sum()),
         "differ, every label seen": int((differ & complete).sum()),
         "labels per gold task": per_task["sum"].mean(),
         "labels per task": pool.observed().groupby("task").size().mean(),
-        "prevalence of class 2": float(model.prevalence_.iloc[1]),
+        **fitted_workers(model),
     }
-    for k in range(confusion.shape[0]):
-        row[f"mean confusion [{k},{k}]"] = float(confusion[k, k])
-    return row
 
 
 def replay(name: str, strategy: str, seed: int, budgets: list[float], full_answers) -> list:
@@ -116,16 +116,12 @@ def main() -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         full = BayesianDawidSkene().fit(data.labels)
-    full_row = {"strategy": "full pool", "budget": 1.0}
-    full_row.update(
-        {
-            "accuracy": float((full.labels_.reindex(data.gold.index) == data.gold).mean()),
-            "prevalence of class 2": float(full.prevalence_.iloc[1]),
-        }
-    )
-    confusion = mean_confusion(full)
-    for k in range(confusion.shape[0]):
-        full_row[f"mean confusion [{k},{k}]"] = float(confusion[k, k])
+    full_row = {
+        "strategy": "full pool",
+        "budget": 1.0,
+        "accuracy": float((full.labels_.reindex(data.gold.index) == data.gold).mean()),
+        **fitted_workers(full),
+    }
     jobs = [(s, seed) for s in args.strategies for seed in range(args.seeds)]
     with ProcessPoolExecutor(args.jobs) as executor:
         futures = [
@@ -137,10 +133,6 @@ def main() -> None:
     table = records.drop(columns="seed").groupby(["strategy", "budget"], sort=False).mean()
     table = pd.concat([table, pd.DataFrame([full_row]).set_index(["strategy", "budget"])])
     lines = [
-        f"# Adaptive replay against the full pool, gold task by gold task: {args.set}",
-        "",
-        f"command: `{command_line()}`",
-        *machine_lines(),
         f"- total run time {time.perf_counter() - begin:.0f} s",
         "",
         f"`BayesianDawidSkene`, the replay of `benchmarks/active_labels.py` stopped at budgets "
@@ -152,10 +144,10 @@ def main() -> None:
         markdown_table(table, 3),
         "",
     ]
-    text = "\n".join(lines)
-    print(text)
+    print("\n".join(lines))
     if args.output is not None:
-        write_report(args.output, text)
+        title = f"Adaptive replay against the full pool, gold task by gold task: {args.set}"
+        write_markdown_report(args.output, title, lines)
 
 
 if __name__ == "__main__":
