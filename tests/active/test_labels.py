@@ -6,9 +6,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from crowdbayes import BayesianDawidSkene, CommunityDawidSkene, MajorityVote
+from crowdbayes import GPPL, BayesianDawidSkene, CommunityDawidSkene, MajorityVote
 from crowdbayes.active import LabelPool, WarmRefit, simulate
+from crowdbayes.active.replay import takes_init
 from crowdbayes.datasets import simulate_labels
+from crowdbayes.models.gp_preference import GPPLLaplace
 
 
 @pytest.fixture(scope="module")
@@ -180,6 +182,19 @@ def test_warm_refit_refits_cold_a_model_that_cannot_continue(sim, monkeypatch):
     )
     assert calls == [150, 180, 210, 240]
     assert list(record["n_answers"]) == calls
+
+
+@pytest.mark.parametrize(
+    ("make", "warm"),
+    [
+        (BayesianDawidSkene, True),
+        (CommunityDawidSkene, False),  # fit takes no init
+        (GPPL, True),
+        (GPPLLaplace, False),  # fit takes init but refuses it (warm_starts = False)
+    ],
+)
+def test_takes_init_says_which_models_warm_refit_can_continue(make, warm):
+    assert takes_init(make()) is warm
 
 
 def test_a_pair_baseline_is_refused_by_name(sim):

@@ -113,7 +113,8 @@ class WarmRefit:
     replay: with growth ``g`` the cold fits' labels sum to at most ``(1 + g) / g`` times the
     final pool, against one warm pass per round. ``restart_growth=None`` never restarts; models
     without an objective trace are only refitted warm; a model whose ``fit`` takes no ``init``
-    (``CommunityDawidSkene``) is refitted cold every round.
+    (``CommunityDawidSkene``) or declares it cannot warm-start (``GPPLLaplace``) is refitted
+    cold every round (:func:`takes_init`).
     """
 
     def __init__(self, restart_growth: float | None = 0.25) -> None:
@@ -142,7 +143,11 @@ class WarmRefit:
 
 
 def takes_init(model) -> bool:
-    """Whether the model's ``fit`` continues from a fitted model (an ``init`` argument)."""
+    """Whether the model's ``fit`` continues from a fitted model: it takes an ``init`` argument
+    and the model does not declare that it cannot warm-start (``warm_starts = False``, as
+    ``GPPLLaplace``, whose ``fit`` refuses an ``init``)."""
+    if not getattr(model, "warm_starts", True):
+        return False
     return "init" in inspect.signature(model.fit).parameters
 
 
