@@ -12,8 +12,21 @@ ending in ``_``) and a few predictions, flattened to numeric arrays.
     CROWDBAYES_DATA=../shared/data .venv/bin/python benchmarks/contract_fixtures.py \\
         --record /tmp/fixtures_after --compare /tmp/fixtures_before --output REPORT.md
 
-``--only NAME ...`` runs a subset. Only public names are used, so the script runs unchanged on
-both sides of a refactoring.
+``--only NAME ...`` runs a subset (``--group labels_sets|values|cli|models`` a group). Only
+public names are used, so the script runs unchanged on both sides of a refactoring.
+
+Groups (issue 39 extended the first one):
+
+- ``models``: one small problem per model (the fixtures of issue 15);
+- ``labels_sets``: every label model at its defaults on every shared label set (the
+  hierarchical Gibbs model with short chains; KOS on the binary sets; GoldMajorityVote given
+  the gold of a seeded half; OrdinalDawidSkene on S_Adult's ordered grades; CrowdClassifier
+  on simulated features), every fitted attribute;
+- ``values``: ContinuousAggregation (Gaussian and Student-t noise) on simulated answers;
+- ``cli``: each command-line command on small inputs, every output file it writes (read
+  back as tables; model files through the predictions of a later command). The commands use
+  the spellings of the first command line (``--save``, ``cluster fit --links``), which the
+  new one accepts for a release.
 """
 
 from __future__ import annotations
@@ -299,8 +312,301 @@ def cluster_fixtures() -> dict[str, Callable[[], Flat]]:
     }
 
 
-def all_fixtures() -> dict[str, Callable[[], Flat]]:
-    return {**labels_fixtures(), **rank_fixtures(), **prefs_fixtures(), **cluster_fixtures()}
+# ------------------------------------------------------------------------------- every label set
+#: the shared label sets (``$CROWDBAYES_DATA/labels``)
+LABEL_SETS = (
+    "adult_content3",
+    "bluebird",
+    "d_possent",
+    "d_product",
+    "dog",
+    "duchenne",
+    "rte",
+    "s_adult",
+    "s_rel",
+    "temp",
+    "trec",
+    "web",
+    "wsd",
+)
+
+
+def label_models() -> dict[str, Callable[[], object]]:
+    """Every nominal label model at its defaults (seeded), by a short name."""
+    import crowdbayes.models.labels as m
+
+    return {
+        "mv": lambda: m.MajorityVote(random_state=0),
+        "ds": lambda: m.DawidSkene(),
+        "bayes_ds": lambda: m.BayesianDawidSkene(),
+        "community_ds": lambda: m.CommunityDawidSkene(),
+        "hierarchical": lambda: m.HierarchicalAnnotation(
+            n_chains=2, n_warmup=20, n_samples=20, random_state=0
+        ),
+        "glad": lambda: m.GLAD(),
+        "mace": lambda: m.MACE(random_state=0),
+        "mace_vb": lambda: m.MACE(variational=True, random_state=0),
+        "kos": lambda: m.KOS(random_state=0),
+        "mmsr": lambda: m.MMSR(random_state=0),
+        "wawa": lambda: m.Wawa(random_state=0),
+        "zbs": lambda: m.ZeroBasedSkill(random_state=0),
+        "gold_mv": lambda: m.GoldMajorityVote(random_state=0),
+    }
+
+
+def labels_set_fixtures() -> dict[str, Callable[[], Flat]]:
+    from crowdbayes import Labels
+    from crowdbayes.datasets import load_labels
+
+    def run(set_name: str, model_name: str, make) -> Callable[[], Flat]:
+        def fixture() -> Flat:
+            data = load_labels(set_name)
+            model = make()
+            if model_name == "gold_mv":
+                if data.gold is None:
+                    return {}
+                given = np.random.default_rng(0).random(len(data.gold)) < 0.5
+                model.fit(data.labels, gold=data.gold[given])
+            else:
+                labels = Labels(data.labels)
+                if model_name == "kos" and labels.n_classes != 2:
+                    return {}
+                model.fit(labels)
+            return fitted_attributes(model)
+
+        return fixture
+
+    fixtures = {
+        f"labels_{set_name}_{model_name}": run(set_name, model_name, make)
+        for set_name in LABEL_SETS
+        for model_name, make in label_models().items()
+    }
+
+    def ordinal() -> Flat:
+        from crowdbayes.models.labels import OrdinalDawidSkene
+
+        data = load_labels("s_adult")
+        model = OrdinalDawidSkene().fit(Labels(data.labels, ordered=True))
+        return fitted_attributes(model)
+
+    def crowd_classifier() -> Flat:
+        from crowdbayes.datasets import simulate_crowd_labels
+        from crowdbayes.models.labels import CrowdClassifier
+
+        rng = np.random.default_rng(0)
+        centres = rng.normal(0, 1.5, (4, 5))
+        truth = rng.integers(4, size=600)
+        features = pd.DataFrame(
+            centres[truth] + rng.normal(size=(600, 5)), columns=[f"f{k}" for k in range(5)]
+        )
+        table, _ = simulate_crowd_labels(
+            truth, np.arange(300), n_workers=30, accuracy=(0.35, 0.85), random_state=0
+        )
+        model = CrowdClassifier(random_state=0).fit(
+            Labels(table, classes=list(range(4))), features
+        )
+        return fitted_attributes(model)
+
+    fixtures["labels_s_adult_ordinal_ds"] = ordinal
+    fixtures["labels_simulated_crowd_classifier"] = crowd_classifier
+    return fixtures
+
+
+# ------------------------------------------------------------------------------- values
+def values_fixtures() -> dict[str, Callable[[], Flat]]:
+    def run(noise: str) -> Callable[[], Flat]:
+        def fixture() -> Flat:
+            from crowdbayes.datasets import simulate_values
+            from crowdbayes.models.labels import ContinuousAggregation
+
+            sim = simulate_values(random_state=0)
+            model = ContinuousAggregation(noise=noise).fit(sim.values)
+            return fitted_attributes(model)
+
+        return fixture
+
+    return {"values_gaussian": run("gaussian"), "values_student": run("student")}
+
+
+# ------------------------------------------------------------------------------- command line
+def _write_inputs(folder: Path) -> dict[str, Path]:
+    """Small input files for the command line, written once per run."""
+    from crowdbayes.datasets import load_labels, simulate_values
+    from crowdbayes.datasets.clustering import make_pinwheel, simulate_pair_links
+    from crowdbayes.models.communities import simulate_community_preferences
+
+    files = {}
+    rte = load_labels("rte")
+    files["labels"] = folder / "labels.csv"
+    rte.labels.to_csv(files["labels"], index=False)
+    files["gold"] = folder / "gold.csv"
+    rte.gold.rename("label").rename_axis("task").reset_index().to_csv(files["gold"], index=False)
+    files["values"] = folder / "values.csv"
+    simulate_values(random_state=0).values.to_csv(files["values"], index=False)
+    sim = simulate_community_preferences(
+        n_users=12, n_items=25, n_communities=2, pairs_per_user=20, random_state=1
+    )
+    files["comparisons"] = folder / "comparisons.csv"
+    sim.comparisons.to_csv(files["comparisons"], index=False)
+    files["items"] = folder / "items.csv"
+    sim.items.rename_axis("item").reset_index().to_csv(files["items"], index=False)
+    files["pairs"] = folder / "pairs.csv"
+    sim.comparisons[["left", "right", "worker"]].head(30).to_csv(files["pairs"], index=False)
+    rankings, items = car_rankings_tables(300)
+    files["rankings"] = folder / "rankings.csv"
+    rankings.to_csv(files["rankings"], index=False)
+    files["cars"] = folder / "cars.csv"
+    items.rename_axis("item").reset_index().to_csv(files["cars"], index=False)
+    files["car_pairs"] = folder / "car_pairs.csv"
+    ids = items.index[:20].to_numpy()
+    pd.DataFrame({"left": ids[:-1], "right": ids[1:]}).to_csv(files["car_pairs"], index=False)
+    X, y = make_pinwheel(random_state=0)
+    annotated = np.random.default_rng(0).choice(len(X), size=100, replace=False)
+    links = simulate_pair_links(
+        y, n_workers=20, pairs_per_worker=49, alpha=0.9, beta=0.9, items=annotated, random_state=0
+    )
+    files["links"] = folder / "links.csv"
+    links.links.to_csv(files["links"], index=False)
+    return files
+
+
+def car_rankings_tables(n_queries: int) -> tuple[pd.DataFrame, pd.DataFrame]:
+    from crowdbayes.datasets import load_car_choice
+
+    data = load_car_choice()
+    queries = data.rankings["query"].unique()[:n_queries]
+    table = data.rankings[data.rankings["query"].isin(queries)]
+    items = data.items.loc[table["item"].unique()]
+    items = (items - items.mean()) / items.std().replace(0.0, 1.0)
+    return table, items
+
+
+#: each command: its arguments (``{name}`` an input file, ``@name`` an output file of this run)
+#: and the outputs to compare
+CLI_COMMANDS = {
+    "cli_labels_fit_mv": (
+        "labels fit {labels} --model mv --out @tasks --workers-out @workers --eval-gold {gold}",
+        ("tasks", "workers"),
+    ),
+    "cli_labels_fit_ds": (
+        "labels fit {labels} --model ds --out @tasks --workers-out @workers --save-model @model",
+        ("tasks", "workers"),
+    ),
+    "cli_labels_fit_hierarchical": (
+        "labels fit {labels} --model hierarchical --chains 2 --warmup 20 --samples 20 "
+        "--out @tasks --workers-out @workers",
+        ("tasks", "workers"),
+    ),
+    "cli_labels_fit_bayes_ds_gold": (
+        "labels fit {labels} --model bayes-ds --gold {gold} --out @tasks",
+        ("tasks",),
+    ),
+    "cli_labels_next": (
+        "labels next {labels} --model ds --n 20 --out @next",
+        ("next",),
+    ),
+    "cli_values_fit": (
+        "values fit {values} --out @tasks --workers-out @workers",
+        ("tasks", "workers"),
+    ),
+    "cli_rank_fit_predict": (
+        "rank fit {rankings} --items {cars} --model pl-vi --max-iter 60 --out @scores "
+        "--save @model ;; rank predict @model --pairs {car_pairs} --items {cars} --out @p",
+        ("scores", "p"),
+    ),
+    "cli_rank_fit_mm": (
+        "rank fit {rankings} --model pl-mm --shape 2 --rate 1 --out @scores",
+        ("scores",),
+    ),
+    "cli_prefs_fit_predict_gppl": (
+        "prefs fit {comparisons} --items {items} --model gppl --inducing 10 --save @model "
+        "--out @utilities ;; prefs predict @model --pairs {pairs} --out @p",
+        ("utilities", "p"),
+    ),
+    "cli_prefs_fit_predict_crowdgppl": (
+        "prefs fit {comparisons} --items {items} --model crowdgppl --components 3 --inducing 10 "
+        "--save @model --out @utilities ;; prefs predict @model --pairs {pairs} --out @p",
+        ("utilities", "p"),
+    ),
+    "cli_prefs_fit_bt": (
+        "prefs fit {comparisons} --model bt --save @model --out @utilities",
+        ("utilities",),
+    ),
+    "cli_prefs_next": (
+        "prefs next {comparisons} --items {items} --model gppl-vi --n 10 --out @next",
+        ("next",),
+    ),
+    "cli_cluster_fit": (
+        "cluster fit --links {links} --model links-vb --clusters 5 --out @assignments --proba "
+        "--workers-out @workers",
+        ("assignments", "workers"),
+    ),
+}
+
+
+def cli_fixtures() -> dict[str, Callable[[], Flat]]:
+    import shlex
+    import tempfile
+
+    state: dict[str, dict[str, Path]] = {}
+
+    def inputs() -> dict[str, Path]:
+        if "files" not in state:
+            folder = Path(tempfile.mkdtemp(prefix="crowdbayes_cli_fixture_"))
+            state["files"] = _write_inputs(folder)
+        return state["files"]
+
+    def run(name: str, line: str, compared: tuple[str, ...]) -> Callable[[], Flat]:
+        def fixture() -> Flat:
+            import contextlib
+            import io
+
+            from crowdbayes.cli import main
+
+            files = inputs()
+            out_dir = Path(tempfile.mkdtemp(prefix=f"{name}_"))
+            outputs: dict[str, Path] = {}
+            for command in line.split(";;"):
+                words = []
+                for word in shlex.split(command.format(**{k: str(v) for k, v in files.items()})):
+                    if word.startswith("@"):
+                        suffix = ".npz" if word == "@model" else ".csv"
+                        outputs[word[1:]] = out_dir / f"{word[1:]}{suffix}"
+                        word = str(outputs[word[1:]])
+                    words.append(word)
+                with contextlib.redirect_stdout(io.StringIO()):
+                    with contextlib.redirect_stderr(io.StringIO()) as err:
+                        status = main(words)
+                if status != 0:
+                    raise RuntimeError(f"{name}: exit {status}: {err.getvalue()}")
+            out: Flat = {}
+            for output in compared:
+                flatten(pd.read_csv(outputs[output]), output, out)
+            return out
+
+        return fixture
+
+    return {name: run(name, line, compared) for name, (line, compared) in CLI_COMMANDS.items()}
+
+
+GROUPS = {
+    "models": lambda: {
+        **labels_fixtures(),
+        **rank_fixtures(),
+        **prefs_fixtures(),
+        **cluster_fixtures(),
+    },
+    "labels_sets": labels_set_fixtures,
+    "values": values_fixtures,
+    "cli": cli_fixtures,
+}
+
+
+def all_fixtures(groups=None) -> dict[str, Callable[[], Flat]]:
+    fixtures: dict[str, Callable[[], Flat]] = {}
+    for group in groups or GROUPS:
+        fixtures.update(GROUPS[group]())
+    return fixtures
 
 
 # ------------------------------------------------------------------------------- comparison
@@ -343,11 +649,12 @@ def main() -> None:
     parser.add_argument("--record", type=Path, required=True, help="folder for this run's npz")
     parser.add_argument("--compare", type=Path, help="folder of an earlier --record")
     parser.add_argument("--only", nargs="*", help="fixture names (default: all)")
+    parser.add_argument("--group", nargs="*", choices=list(GROUPS), help="fixture groups")
     parser.add_argument("--atol", type=float, default=1e-10)
     parser.add_argument("--output", type=Path, help="markdown report")
     parser.add_argument("--note", default="", help="a paragraph for the report (the baseline)")
     args = parser.parse_args()
-    fixtures = all_fixtures()
+    fixtures = all_fixtures(args.group)
     names = args.only or list(fixtures)
     args.record.mkdir(parents=True, exist_ok=True)
     rows, all_ok = [], True
