@@ -402,9 +402,7 @@ def labels_set_fixtures() -> dict[str, Callable[[], Flat]]:
         table, _ = simulate_crowd_labels(
             truth, np.arange(300), n_workers=30, accuracy=(0.35, 0.85), random_state=0
         )
-        model = CrowdClassifier(random_state=0).fit(
-            Labels(table, classes=list(range(4))), features
-        )
+        model = CrowdClassifier(random_state=0).fit(Labels(table, classes=list(range(4))), features)
         return fitted_attributes(model)
 
     fixtures["labels_s_adult_ordinal_ds"] = ordinal
