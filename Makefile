@@ -19,8 +19,11 @@ $(STAMP): pyproject.toml setup.py src/crowdbayes/annotators/_confusion_kernel.c
 
 install: $(STAMP)
 
+# the answers and worker estimates go to demo/; the summary (with the accuracy) to the terminal
 demo: $(STAMP)
-	$(BIN)/crowdbayes labels fit --dataset rte --model hierarchical --seed 0
+	mkdir -p demo
+	$(BIN)/crowdbayes labels fit --dataset rte --model hierarchical --seed 0 \
+		-o demo/rte_tasks.csv --workers-out demo/rte_workers.csv --force
 
 # style, formatting, and the import layers of pyproject.toml's [tool.importlinter]
 lint: $(STAMP)

@@ -1,7 +1,8 @@
-"""Shared helpers for the benchmark scripts: data root, machine report, subprocess runs, memory.
+"""Shared helpers for the benchmark scripts: data root, report header, subprocess runs, memory.
 
-Not part of the package; imported by the scripts in this folder (run them from the repository
-root, e.g. ``.venv/bin/python benchmarks/labels_accuracy.py``).
+Not part of the package; imported by the scripts in the folders below this one, which put this
+folder on ``sys.path`` near their top (run them from the repository root, e.g.
+``.venv/bin/python benchmarks/labels/labels_accuracy.py``; see ``benchmarks/README.md``).
 """
 
 from __future__ import annotations
@@ -17,12 +18,11 @@ import statistics
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from importlib import metadata
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-RESULTS = REPO / "benchmarks" / "results"
 DATA_ENV_VAR = "CROWDBAYES_DATA"
 
 _THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
@@ -52,7 +52,12 @@ def resolve_data_root() -> Path:
     return root
 
 
-# --------------------------------------------------------------------------- machine report
+def results_dir(script: str) -> Path:
+    """Where the reports of ``script`` (pass ``__file__``) go: ``results/`` beside it."""
+    return Path(script).resolve().parent / "results"
+
+
+# --------------------------------------------------------------------------- report header
 def _version(package: str) -> str:
     try:
         return metadata.version(package)
@@ -347,11 +352,32 @@ def markdown_table(table, digits: int = 4, index: bool = True) -> str:
     return "\n".join(lines)
 
 
-def write_markdown_report(path: str | Path, title: str, lines: list[str]) -> None:
-    """A markdown report: ``# title``, the command that made it, the machine lines, then
-    ``lines``; written atomically."""
-    text = "\n".join(
-        [f"# {title}", "", f"command: `{command_line()}`", *machine_lines(), "", *lines, ""]
-    )
-    write_report(Path(path), text)
-    print(f"wrote {path}")
+def report_header(title: str, details: Sequence[str] = ()) -> list[str]:
+    """The first lines of every report: ``# title``, the command that made it, the machine lines
+    (date, machine, versions, threads, load at the start), ``details`` (more header bullets: run
+    time, load at the end, ...) and a blank line."""
+    return [f"# {title}", "", f"command: `{command_line()}`", *machine_lines(), *details, ""]
+
+
+def markdown_report(title: str, lines: list[str], details: Sequence[str] = ()) -> str:
+    """The text of a report: :func:`report_header`, then ``lines``."""
+    return "\n".join([*report_header(title, details), *lines, ""])
+
+
+def write_markdown_report(
+    path: str | Path | None,
+    title: str,
+    lines: list[str],
+    details: Sequence[str] = (),
+    *,
+    echo: bool = False,
+) -> str:
+    """Write :func:`markdown_report` to ``path`` atomically (nothing is written when ``path`` is
+    None); ``echo`` also prints it. Returns the text."""
+    text = markdown_report(title, lines, details)
+    if echo:
+        print(text)
+    if path is not None:
+        write_report(Path(path), text)
+        print(f"wrote {path}")
+    return text

@@ -117,12 +117,13 @@ def report_path(output: Path | None, name: str, labels: int, full_size: int, res
     return Path(tempfile.gettempdir()) / f"{name}-{labels}.md"
 
 
-def finish_report(output: Path, lines: list[str], labels: int, full_size: int) -> None:
-    """Note a run below the target size, write the report and echo it."""
-    from _common import write_report
+def finish_report(
+    output: Path, title: str, lines: list[str], details: list[str], labels: int, full_size: int
+) -> None:
+    """Note a run below the target size, write the report (the shared header, ``details``, then
+    ``lines``) and echo it."""
+    from _common import write_markdown_report
 
     if labels < full_size:
         lines.append(f"- note: run at {labels:,} labels, not the {full_size:,} of the target")
-    write_report(output, "\n".join(lines) + "\n")
-    print("\n".join(lines))
-    print(f"\nwritten to {output}")
+    write_markdown_report(output, title, lines, details, echo=True)

@@ -2,7 +2,7 @@
 
 The browser is driven over the Chrome DevTools Protocol on a pipe (``--remote-debugging-pipe``:
 JSON messages separated by NUL bytes on file descriptors 3 and 4), so no websocket client and
-no port is needed. Used by the report tests and by ``benchmarks/report_screenshots.py``::
+no port is needed. Used by the report tests and by ``benchmarks/report/report_screenshots.py``::
 
     result = open_page(Path("report.html"), screenshot=Path("report.png"))
     result.console_errors, result.requests, result.figures

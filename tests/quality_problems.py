@@ -149,7 +149,7 @@ def rank_car_choice(cls) -> dict:
     model = default(cls).fit(Rankings(train, items))
     test_rankings = Rankings(test, items)
     log_p = model.choice_log_proba(test_rankings, random_state=0)
-    scores = model.score(items.loc[test["item"].unique()])["mean"]
+    scores = model.predict_utility(items.loc[test["item"].unique()])["mean"]
     frame = test.assign(score=scores.reindex(test["item"]).to_numpy())
     best = frame.loc[frame.groupby("query")["score"].idxmax()]
     return {"accuracy": float((best["rank"] == 1).mean()), "log_lik": float(np.mean(log_p))}
@@ -175,7 +175,7 @@ def rank_simulated_pairs(cls) -> dict:
         {"left": ids[left], "right": ids[right], "label": np.where(wins, ids[left], ids[right])}
     )
     model = default(cls).fit(Rankings.from_pairs(pairs))
-    estimate = model.score()["mean"].reindex(ids).to_numpy()
+    estimate = model.predict_utility()["mean"].reindex(ids).to_numpy()
     return {"spearman": float(spearmanr(estimate, strength).statistic)}
 
 
@@ -239,7 +239,7 @@ def communities_simulated(cls) -> dict:
 @cache
 def pinwheel(seed: int = 0):
     """The pinwheel of Luo et al. (2018, §5.1): 5 arms × 100 points, 100 points annotated by
-    20 workers × 49 pairs with α = β = 0.9 (as in benchmarks/cluster_pinwheel.py)."""
+    20 workers × 49 pairs with α = β = 0.9 (as in benchmarks/cluster/cluster_pinwheel.py)."""
     from crowdbayes.datasets.clustering import make_pinwheel, simulate_pair_links
 
     X, y = make_pinwheel(random_state=seed)

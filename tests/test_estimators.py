@@ -228,55 +228,40 @@ def tiny_features_and_links() -> tuple:
 
 
 def inputs(cls) -> tuple:
-    family = cls.family
-    if cls.__name__ == "GoldMajorityVote":  # learns from gold: the first ten tasks' truth
-        (table,) = tiny_labels()
-        gold = table.groupby("task")["label"].agg(lambda s: s.mode().iloc[0]).iloc[:10]
-        return table, gold
-    if family == "labels":
-        if cls.__name__ == "ContinuousAggregation":
-            return tiny_values()
-        if getattr(cls, "uses_features", False):
+    """A tiny input of the kind of judgment the model fits, as its tags say it needs it."""
+    tags = cls.tags
+    if tags.judgment == "labels":
+        if tags.needs_gold:  # learns from gold: the first ten tasks' truth
+            from crowdbayes import Labels
+
+            (table,) = tiny_labels()
+            gold = table.groupby("task")["label"].agg(lambda s: s.mode().iloc[0]).iloc[:10]
+            return (Labels(table, gold=gold),)
+        if tags.features == "required":
             return tiny_labels_and_features()
-        return tiny_grades() if getattr(cls, "ordinal", False) else tiny_labels()
-    if family == "plackett_luce":
-        return (
-            tiny_pairs()
-            if cls.__name__ in ("PlackettLuceMM", "PlackettLuceGibbs")
-            else (tiny_feature_rankings())
-        )
-    if family in ("gp_preference", "communities"):
-        return tiny_comparisons()
-    if family == "comparisons":
-        return tiny_crowd_comparisons()
-    if cls.__name__ == "LinkClustering":
-        return tiny_links()
-    return tiny_features_and_links()
+        return tiny_grades() if tags.ordered_classes else tiny_labels()
+    if tags.judgment == "values":
+        return tiny_values()
+    if tags.judgment == "rankings":
+        return tiny_feature_rankings() if tags.features == "required" else tiny_pairs()
+    if tags.judgment == "pairs":
+        return tiny_comparisons() if tags.features != "none" else tiny_crowd_comparisons()
+    return tiny_features_and_links() if tags.features == "required" else tiny_links()
 
 
 def predictions(model, data: tuple) -> dict:
-    """What a user asks of a fitted model of each family."""
-    family = type(model).family
-    if type(model).__name__ == "ContinuousAggregation":
+    """What a user asks of a fitted model of each kind of judgment (the role's predictions)."""
+    tags = model.tags
+    if tags.judgment == "values":
         return {"values": model.predict(), "interval": model.predict_interval()}
-    if family == "labels":
+    if tags.judgment == "labels":
         return {"proba": model.predict_proba(), "labels": model.predict()}
-    if family == "plackett_luce":
-        ids = model.score().index
-        return {"score": model.score(), "p": model.predict_proba(ids[:3], ids[3:6])}
-    if family in ("gp_preference", "communities"):
-        comparisons = data[0]
-        left, right = comparisons["left"][:5], comparisons["right"][:5]
-        out = {"p": model.predict_proba(left, right)}
-        if family == "gp_preference":
-            out["utility"] = model.predict_utility(list(data[1].index))
-        return out
-    if family == "comparisons":
-        comparisons = data[0]
-        left, right = comparisons["left"][:5], comparisons["right"][:5]
-        return {"p": model.predict_proba(left, right), "utility": model.predict_utility()}
+    if tags.judgment in ("rankings", "pairs"):
+        utility = model.predict_utility()
+        ids = utility.index
+        return {"utility": utility, "p": model.predict_proba(ids[:3], ids[3:6])}
     out = {"proba": model.predict_proba()}
-    if type(model).__name__ != "LinkClustering":
+    if tags.new_items:
         out["new"] = model.predict(data[0][:7] + 0.01)
     return out
 

@@ -15,7 +15,18 @@ the model for it):
   ``numpy.random.Generator`` or None), resolved once per fit by :meth:`~Estimator.random_generator`;
 - :meth:`~Estimator.save` writes parameters and fitted state in the one model file format
   (:mod:`crowdbayes.persistence`, no pickle) and :func:`load` restores any estimator from it; the
-  registry of classes it may build is filled by subclassing.
+  registry of classes it may build is filled by subclassing;
+- what a model can do is said by its capability :class:`Tags` (``Model.tags``, in the manner of
+  scikit-learn's estimator tags), which the command line, the report and the tests read instead
+  of class names and attribute probes; a class declares what differs from its bases in a
+  ``_tags`` dict, merged along the class hierarchy;
+- :meth:`~Estimator.diagnostics` and :meth:`~Estimator.convergence_traces` give the fit's
+  convergence facts and traces under the same names for every model (each class declares
+  which of its results they are).
+
+The results and predictions of each kind of judgment (labels, values, rankings, pairwise
+scores, clusters) are fixed once by the role bases of :mod:`crowdbayes.roles`, between this
+class and the model families.
 """
 
 from __future__ import annotations
@@ -25,7 +36,7 @@ import importlib
 import inspect
 import numbers
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, fields, replace
 from typing import Any, ClassVar
 
 import numpy as np
@@ -37,6 +48,9 @@ from .exceptions import NotFittedError
 
 __all__ = [
     "Estimator",
+    "OptionalResult",
+    "Tags",
+    "DIAGNOSTICS",
     "Interval",
     "Options",
     "PositivePair",
@@ -208,6 +222,140 @@ def _describe(constraint: Any) -> str:
     return constraint.describe()
 
 
+# ------------------------------------------------------------------------- capability tags
+#: the kinds of judgment a model can fit (``Tags.judgment``)
+JUDGMENTS = ("labels", "values", "rankings", "pairs", "links")
+
+
+@dataclass(frozen=True)
+class Tags:
+    """What a model can do, declared by its class (scikit-learn's estimator tags are the model).
+
+    The command line, the report and the tests read these instead of asking which class they
+    hold. A class declares what differs from its bases in a ``_tags`` dict; ``Model.tags`` is
+    the merge along its class hierarchy (bases first).
+
+    Attributes
+    ----------
+    judgment : str
+        The kind of judgment it fits: ``"labels"`` (class labels), ``"values"`` (numbers),
+        ``"rankings"`` (rankings and choices), ``"pairs"`` (pairwise comparisons) or
+        ``"links"`` (must-link / cannot-link judgments); fixed by its role
+        (:mod:`crowdbayes.roles`).
+    features : str
+        Item (or task) features: ``"none"`` (not used), ``"optional"`` or ``"required"``.
+    new_items : bool
+        Predicts items not seen in fit from their features.
+    worker_features : bool
+        Takes features of the workers.
+    posterior : str
+        ``"point"`` (an estimate), ``"approximate"`` (variational, Laplace, EP: credible
+        intervals from an approximation) or ``"sampled"`` (MCMC draws, with R-hat).
+    warm_start : bool
+        ``fit(data, init=previous)`` starts from a previous fit (a model or its file).
+    partial_fit : bool
+        ``partial_fit(new_data)`` updates a fitted model with new data only.
+    dask : bool
+        Fits on a Dask cluster (:func:`crowdbayes.distributed.fit_distributed`).
+    suggest : bool
+        ``suggest(n, ...)`` says which questions to ask next.
+    personal_questions : bool
+        ``suggest(..., available=workers)`` also says whom to ask.
+    personal_predictions : bool
+        Predicts for each worker (``predict_proba(..., workers=...)``), not only for the crowd.
+    needs_gold : bool
+        Needs some known answers (``gold``) to fit.
+    ordered_classes : bool
+        Models ordered grades (takes only ``Labels(..., ordered=True)``).
+    min_workers : int
+        The fewest distinct workers it can fit.
+    requires : tuple of str
+        Optional packages it needs (``("torch",)``).
+    """
+
+    judgment: str = ""
+    features: str = "none"
+    new_items: bool = False
+    worker_features: bool = False
+    posterior: str = "point"
+    warm_start: bool = False
+    partial_fit: bool = False
+    dask: bool = False
+    suggest: bool = False
+    personal_questions: bool = False
+    personal_predictions: bool = False
+    needs_gold: bool = False
+    ordered_classes: bool = False
+    min_workers: int = 1
+    requires: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.judgment not in ("", *JUDGMENTS):
+            raise ValueError(f"Tags: judgment must be one of {JUDGMENTS}; got {self.judgment!r}")
+        if self.features not in ("none", "optional", "required"):
+            raise ValueError(
+                f"Tags: features must be none, optional or required; got {self.features!r}"
+            )
+        if self.posterior not in ("point", "approximate", "sampled"):
+            raise ValueError(
+                f"Tags: posterior must be point, approximate or sampled; got {self.posterior!r}"
+            )
+
+
+def _merged_tags(cls: type) -> Tags:
+    """The tags of ``cls``: every ``_tags`` dict of its hierarchy, bases first."""
+    names = {f.name for f in fields(Tags)}
+    merged: dict[str, Any] = {}
+    for klass in reversed(cls.__mro__):
+        declared = klass.__dict__.get("_tags", {})
+        unknown = set(declared) - names
+        if unknown:
+            raise TypeError(f"{klass.__name__}._tags: unknown tag(s) {sorted(unknown)}")
+        merged.update(declared)
+    return replace(Tags(), **merged)
+
+
+#: the convergence facts a model may report (:meth:`Estimator.diagnostics`), with the words the
+#: command line and the report show for each
+DIAGNOSTICS = {
+    "iterations": "iterations",
+    "converged": "converged",
+    "chains": "chains",
+    "sweeps": "sweeps per chain",
+    "draws": "recorded draws per chain",
+    "warmup": "warm-up draws per chain",
+    "max_rhat": "largest R-hat",
+    "rhat_n_communities": "R-hat of the number of communities",
+    "eta": "prior precision η (chosen)",
+    "lower_bound": "lower bound",
+    "log_marginal_likelihood": "log marginal likelihood",
+    "log_posterior": "log posterior",
+    "elbo": "ELBO",
+    "ties_dropped": "ties dropped",
+    "best_epoch": "epoch kept (its bound the best)",
+    "restarts": "restarts run",
+    "collapsed_restarts": "restarts that collapsed",
+}
+
+
+# ------------------------------------------------------------------------- optional results
+class OptionalResult:
+    """A result that some models of a role hold and others do not (``sensitivity_`` of a label
+    model of two classes, say): what the fit set, None on a fitted model that has none, and —
+    as every result — :class:`~crowdbayes.exceptions.NotFittedError` before ``fit``. Declared
+    once by the role, so that nobody above the models needs to ask whether a model has it."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    def __get__(self, model: Any, owner: type | None = None) -> Any:
+        if model is None:
+            return self
+        if not model.is_fitted():
+            return model.__getattr__(self.name)  # raises NotFittedError naming the model
+        return None  # the fit set no value (a value set is found before this descriptor)
+
+
 # ------------------------------------------------------------------------- the base class
 class Estimator:
     """Base class of every crowdbayes model (module docstring).
@@ -224,12 +372,23 @@ class Estimator:
     family: ClassVar[str] = ""
     #: attributes left out of a saved file (caches rebuilt on demand)
     _transient: ClassVar[tuple[str, ...]] = ()
+    #: what the model can do (class docstring of :class:`Tags`), merged from ``_tags``
+    tags: ClassVar[Tags] = Tags()
+    #: the tags this class declares, beyond those of its bases
+    _tags: ClassVar[dict[str, Any]] = {}
+    #: its convergence facts: :data:`DIAGNOSTICS` key -> the result (or parameter) holding it
+    _diagnostics: ClassVar[dict[str, str]] = {}
+    #: the traces its fit keeps: result name -> what it traces (the objective first)
+    _traces: ClassVar[dict[str, str]] = {}
+    #: the results holding R-hat values (see :meth:`rhat`)
+    _rhats: ClassVar[tuple[str, ...]] = ()
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         parts = cls.__module__.split(".")
         if len(parts) > 2 and parts[:2] == ["crowdbayes", "models"]:
             cls.family = parts[2]
+        cls.tags = _merged_tags(cls)
         persistence.persistable(cls)
         if cls.__name__.startswith("_") or inspect.isabstract(cls):
             return
@@ -312,6 +471,10 @@ class Estimator:
         return f"{type(self).__name__}({', '.join(shown)})"
 
     # ----------------------------------------------------------------- randomness
+    def get_tags(self) -> Tags:
+        """The tags of this model (its class's: :attr:`tags`)."""
+        return type(self).tags
+
     def random_generator(self) -> np.random.Generator:
         """The generator of one fit: ``numpy.random.default_rng(random_state)``, or the given
         Generator itself (which the fit then advances, as in scikit-learn)."""
@@ -338,56 +501,64 @@ class Estimator:
             name = type(self).__name__
             raise NotFittedError(f"{name} is not fitted yet: call {name}.fit(...) first")
 
-    # ----------------------------------------------------------------- what to ask next
-    #: the question-selection strategies of the family (besides ``"auto"``); empty: this model
-    #: cannot suggest questions
-    question_strategies: ClassVar[tuple[str, ...]] = ()
-
-    def suggest(
-        self,
-        n: int,
-        *,
-        candidates: Any = None,
-        available: Any = None,
-        strategy: str = "auto",
-        confidence: float | None = None,
-        random_state: Any = None,
-    ) -> Any:
-        """The ``n`` most valuable questions to ask next, best first, with their ``score``.
-
-        Computed from the fitted posterior by the family (labels: which task, and which of the
-        ``available`` workers; comparisons: which pair, and for whom). ``candidates`` limits the
-        questions (tasks, pairs; default: the family's natural pool), ``confidence`` marks a
-        question as answered once the posterior's most probable answer reaches it (never
-        suggested again), ``strategy`` is ``"auto"`` or one of ``question_strategies``, and
-        ``random_state`` breaks ties and draws the ``"random"`` baseline. Returns a DataFrame
-        of at most ``n`` rows (fewer when fewer questions are worth asking).
-        """
+    # ----------------------------------------------------------------- convergence
+    def diagnostics(self) -> dict[str, Any]:
+        """The fit's convergence facts under the names of :data:`DIAGNOSTICS` (iterations,
+        converged, largest R-hat, lower bound, ...): those this model reports, from the results
+        its class declares in ``_diagnostics`` (a fact the fit left undecided, such as
+        ``converged`` for a sampler, is left out)."""
         self.check_is_fitted()
-        name = type(self).__name__
-        if not self.question_strategies:
-            raise TypeError(f"{name} cannot suggest questions (it has no question strategies)")
-        if isinstance(n, (bool, np.bool_)) or not isinstance(n, numbers.Integral) or n < 1:
-            raise ValueError(f"{name}.suggest: n must be a positive integer; got {n!r}")
-        if strategy != "auto" and strategy not in self.question_strategies:
-            choices = ", ".join(repr(s) for s in ("auto", *self.question_strategies))
-            raise ValueError(f"{name}.suggest: strategy must be one of {choices}; got {strategy!r}")
-        if confidence is not None and not OPEN_UNIT.accepts(confidence):
-            raise ValueError(
-                f"{name}.suggest: confidence must be a number in (0, 1) or None; got {confidence!r}"
-            )
-        return self._suggest(
-            int(n),
-            candidates=candidates,
-            available=available,
-            strategy=strategy,
-            confidence=confidence,
-            rng=as_generator(random_state),
-        )
+        facts = {}
+        for key, attribute in _declared(type(self), "_diagnostics").items():
+            value = getattr(self, attribute)
+            if value is None:
+                continue
+            if isinstance(value, (bool, np.bool_)):
+                facts[key] = bool(value)
+            elif isinstance(value, numbers.Integral):
+                facts[key] = int(value)
+            else:
+                facts[key] = float(value)
+        return facts
 
-    def _suggest(self, n, *, candidates, available, strategy, confidence, rng):
-        """The family's question selection (see :meth:`suggest`); arguments are checked."""
-        raise NotImplementedError
+    def convergence_traces(self) -> list[tuple[str, str, np.ndarray]]:
+        """``(name, label, values)`` of every trace the fit keeps (its class declares them in
+        ``_traces``, the monitored objective first): 1-D per iteration, or 2-D (chains ×
+        draws; chains of unequal length cut to the shortest)."""
+        self.check_is_fitted()
+        traces = []
+        for attribute, label in _declared(type(self), "_traces").items():
+            values = getattr(self, attribute)
+            if values is None:
+                continue
+            if len(values) and np.ndim(values[0]) == 1:  # one sequence per chain
+                length = min(len(chain) for chain in values)
+                values = [np.asarray(chain[:length], dtype=np.float64) for chain in values]
+            traces.append((attribute, label, np.asarray(values, dtype=np.float64)))
+        return traces
+
+    def rhat(self):
+        """Every finite R-hat the fit reports (a Series by quantity; empty for a model that
+        does not sample): its diagnostics tables (an ``rhat`` column), per-parameter R-hat
+        tables and single values, as its class declares them in ``_rhats``."""
+        import pandas as pd
+
+        self.check_is_fitted()
+        parts = []
+        for attribute in _declared(type(self), "_rhats"):
+            value = getattr(self, attribute)
+            if isinstance(value, pd.DataFrame) and "rhat" in value.columns:
+                parts.append(value["rhat"].astype(np.float64).rename(index=str))
+            elif isinstance(value, pd.DataFrame):
+                flat = value.to_numpy(dtype=np.float64).ravel()
+                names = [f"{attribute[:-1]}[{i}]" for i in range(len(flat))]
+                parts.append(pd.Series(flat, index=names))
+            elif value is not None:
+                parts.append(pd.Series([float(value)], index=[attribute[:-1]]))
+        if not parts:
+            return pd.Series([], dtype=np.float64)
+        values = pd.concat(parts)
+        return values[np.isfinite(values.to_numpy())]
 
     def _get_state(self) -> dict[str, Any]:
         """Everything ``fit`` set (every attribute that is not a parameter), for saving."""
@@ -424,6 +595,18 @@ class Estimator:
         return model
 
 
+def _declared(cls: type, attribute: str) -> dict | tuple:
+    """A declaration (``_diagnostics``, ``_traces``, ``_rhats``) merged along the class
+    hierarchy, the most derived class's entries first."""
+    merged: dict = {}
+    for klass in cls.__mro__:
+        declared = klass.__dict__.get(attribute, ())
+        items = declared.items() if isinstance(declared, dict) else ((k, None) for k in declared)
+        for key, value in items:
+            merged.setdefault(key, value)
+    return merged if attribute != "_rhats" else tuple(merged)
+
+
 def _same(a: Any, b: Any) -> bool:
     """Whether a parameter value equals its default (arrays element-wise, NaN-safe)."""
     if a is b:
@@ -452,13 +635,26 @@ def clone(estimator: Estimator) -> Estimator:
 
 # ------------------------------------------------------------------------- the registry
 def _import_families(skip_missing: bool) -> None:
+    """Import every model (the family packages may import their models on first use); with
+    ``skip_missing``, those whose optional package is missing are left out."""
+    optional = set(_OPTIONAL_FAMILIES.values())
+
+    def missing(err: ImportError) -> bool:
+        return skip_missing and any(package in str(err) for package in optional)
+
     for module in _FAMILIES:
         try:
-            importlib.import_module(module)
+            package = importlib.import_module(module)
         except ImportError as err:
-            needed = _OPTIONAL_FAMILIES.get(module)
-            if needed is None or not skip_missing or needed not in str(err):
+            if module not in _OPTIONAL_FAMILIES or not missing(err):
                 raise
+            continue
+        for name in getattr(package, "__all__", ()):
+            try:
+                getattr(package, name)
+            except ImportError as err:
+                if not missing(err):
+                    raise
 
 
 def list_models(family: str | None = None) -> list[type[Estimator]]:

@@ -5,6 +5,9 @@ Kernel matrices are positive semi-definite in exact arithmetic but often numeric
 diagonal that is chosen by the dtype and scaled by the mean diagonal, escalates it ×10 a few
 times with a :class:`NumericalWarning`, and raises :class:`CholeskyError` if even that fails, so
 no model ever factorises with its own ad-hoc constant.
+
+``scipy.linalg`` is imported by the functions that use it, not with this module, so that
+importing the module (as the GP engine and the models built on it do) costs nothing.
 """
 
 from __future__ import annotations
@@ -14,7 +17,6 @@ import warnings
 from collections.abc import Iterator
 
 import numpy as np
-import scipy.linalg
 
 from .exceptions import CholeskyError, NumericalWarning
 
@@ -74,6 +76,8 @@ def safe_cholesky(
     if not scale > 0:
         raise CholeskyError(f"{what}: the diagonal is not positive (mean {scale:.3g})")
     eps = base_jitter(K.dtype) if jitter is None else float(jitter)
+    import scipy.linalg
+
     diag = np.arange(n)
     for attempt in range(max_tries + 1):
         A = K.copy()
@@ -99,6 +103,8 @@ def safe_cholesky(
 
 def triangular_solve(L: np.ndarray, B: np.ndarray, *, transpose: bool = False) -> np.ndarray:
     """``L⁻¹ B`` (or ``L⁻ᵀ B`` with ``transpose=True``) for lower-triangular ``L``."""
+    import scipy.linalg
+
     return scipy.linalg.solve_triangular(
         L, B, lower=True, trans=1 if transpose else 0, check_finite=False
     )
@@ -106,6 +112,8 @@ def triangular_solve(L: np.ndarray, B: np.ndarray, *, transpose: bool = False) -
 
 def cholesky_solve(L: np.ndarray, B: np.ndarray) -> np.ndarray:
     """``A⁻¹ B`` given the lower Cholesky factor ``L`` of ``A``."""
+    import scipy.linalg
+
     return scipy.linalg.cho_solve((L, True), B, check_finite=False)
 
 

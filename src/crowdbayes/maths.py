@@ -2,13 +2,14 @@
 
 All probabilities are carried as logarithms inside the engines and exponentiated only at the
 edge, when results are handed back to the user.
+
+SciPy is imported by the functions that use it, not with this module: most models (and the
+command line) need none of it.
 """
 
 from __future__ import annotations
 
 import numpy as np
-from scipy import optimize, stats
-from scipy.special import digamma, gammaln
 
 __all__ = [
     "beta_binomial_rates",
@@ -96,11 +97,15 @@ def categorical_sample(probs: np.ndarray, rng: np.random.Generator) -> np.ndarra
 
 def dirichlet_expected_log(concentration: np.ndarray) -> np.ndarray:
     """E[log p] under Dirichlet(concentration) along the last axis: ψ(a_k) − ψ(Σ a)."""
+    from scipy.special import digamma
+
     return digamma(concentration) - digamma(concentration.sum(axis=-1, keepdims=True))
 
 
 def dirichlet_log_normalizer(concentration: np.ndarray) -> np.ndarray:
     """log B(a) = Σ log Γ(a_k) − log Γ(Σ a_k) along the last axis."""
+    from scipy.special import gammaln
+
     return gammaln(concentration).sum(axis=-1) - gammaln(concentration.sum(axis=-1))
 
 
@@ -166,6 +171,8 @@ def beta_central_interval(a, b, level: float) -> tuple[np.ndarray, np.ndarray]:
     It leaves mass :math:`(1-p)/2` on each side, so it never reaches 0 or 1, even when the
     density is highest there (e.g. Beta(n + 1, 1) after n successes in n trials).
     """
+    from scipy import stats
+
     tail = (1 - level) / 2
     return stats.beta.ppf(tail, a, b), stats.beta.ppf(1 - tail, a, b)
 
@@ -198,6 +205,8 @@ def beta_hpd_interval(a, b, level: float) -> tuple[np.ndarray, np.ndarray]:
 
 def _beta_hpd_scalar(a: float, b: float, level: float) -> tuple[float, float]:
     """:func:`beta_hpd_interval` of one Beta(a, b)."""
+    from scipy import optimize, stats
+
     dist = stats.beta(a, b)
     if a == 1 and b == 1:
         return (1 - level) / 2, (1 + level) / 2

@@ -167,7 +167,7 @@ def test_warm_refit_runs_cold_fits_on_a_geometric_schedule(sim, monkeypatch):
 
 def test_warm_refit_refits_cold_a_model_that_cannot_continue(sim, monkeypatch):
     """CommunityDawidSkene's fit takes no ``init``: every round is a cold fit (it raised a
-    TypeError, and ``benchmarks/active_labels.py --model community-ds`` with it)."""
+    TypeError, and ``benchmarks/active/active_labels.py --model community-ds`` with it)."""
     calls = []
     fit = CommunityDawidSkene.fit
 

@@ -44,10 +44,12 @@ def _features(truth: pd.Series, seed: int = 0) -> np.ndarray:
 
 def test_links_vb_end_to_end(tmp_path, sim, links_csv, capsys):
     out, workers = tmp_path / "a.csv", tmp_path / "w.csv"
-    code = run("cluster", "fit", "--links", links_csv, "--clusters", 3, "--out", out,
+    code = run("cluster", "fit", links_csv, "--clusters", 3, "-o", out,
                "--workers-out", workers, "--proba", "--seed", 3, "--no-progress")  # fmt: skip
     assert code == 0
-    err = capsys.readouterr().err
+    captured = capsys.readouterr()
+    err = captured.out  # with -o the summary goes to stdout, and none of it to stderr
+    assert "LinkClustering" not in captured.err
     assert "LinkClustering: 1000 links" in err and "by 4 workers; 60 items clustered" in err
     assert "3 of 3 clusters used" in err
     # issue 19: the summary gives the bound's trace and each worker's alpha/beta with intervals
@@ -68,10 +70,19 @@ def test_links_vb_end_to_end(tmp_path, sim, links_csv, capsys):
     assert abs(est.loc[0, "beta"] - 0.95) < 0.07
 
 
+def _as_if_torch_were_not_installed(monkeypatch) -> None:
+    """``import torch`` raises ImportError, and so does importing the deep models, whatever
+    the tests before imported."""
+    monkeypatch.setitem(sys.modules, "torch", None)
+    for name in list(sys.modules):
+        if name.startswith("crowdbayes.models.clustering.deep"):
+            monkeypatch.delitem(sys.modules, name)
+
+
 def test_links_vb_without_proba_columns_needs_no_torch(tmp_path, links_csv, monkeypatch):
-    monkeypatch.setitem(sys.modules, "torch", None)  # as if torch were not installed
+    _as_if_torch_were_not_installed(monkeypatch)
     out = tmp_path / "a.tsv"
-    assert run("cluster", "fit", "--links", links_csv, "--clusters", 3, "--out", out) == 0
+    assert run("cluster", "fit", links_csv, "--clusters", 3, "--out", out) == 0
     assert list(pd.read_csv(out, sep="\t").columns) == ["item", "cluster", "probability"]
 
 
@@ -89,7 +100,7 @@ GOOD = [["w1", "a", "b", 1], ["w1", "b", "c", 0], ["w2", "a", "c", 0]]
     [
         (
             GOOD + [["w2", "c", "c", 1]],
-            "1 row(s) link an item to itself (first: item 'c' at row 3)",
+            "1 row(s) link an item to itself (first: item 'c' at line 5)",
         ),
         (GOOD + [["w2", "a", "b", 2]], "column 'label' must hold 1 (must-link) or 0"),
         (GOOD + [["w1", "b", "a", 0]], "1 pair(s) got contradictory labels from one worker"),
@@ -97,7 +108,7 @@ GOOD = [["w1", "a", "b", 1], ["w1", "b", "c", 0], ["w2", "a", "c", 0]]
 )
 def test_bad_links_one_line_error_and_no_output(tmp_path, capsys, rows, message):
     out = tmp_path / "a.csv"
-    code = run("cluster", "fit", "--links", _bad_links(tmp_path, rows), "--out", out,
+    code = run("cluster", "fit", _bad_links(tmp_path, rows), "--out", out,
                "--duplicates", "error")  # fmt: skip
     assert code == 2
     err = capsys.readouterr().err
@@ -110,7 +121,7 @@ def test_repeated_links_kept_with_a_warning_by_default(tmp_path, capsys):
     """Issue 19: a repeated row gets the documented default policy (keep, warn), as labels."""
     out = tmp_path / "a.csv"
     rows = GOOD + [["w1", "a", "b", 1]]
-    code = run("cluster", "fit", "--links", _bad_links(tmp_path, rows), "--clusters", 2,
+    code = run("cluster", "fit", _bad_links(tmp_path, rows), "--clusters", 2,
                "--out", out)  # fmt: skip
     assert code == 0
     err = capsys.readouterr().err
@@ -121,7 +132,7 @@ def test_repeated_links_kept_with_a_warning_by_default(tmp_path, capsys):
 def test_duplicates_keep_is_an_option(tmp_path, capsys):
     out = tmp_path / "a.csv"
     rows = GOOD + [["w1", "a", "b", 1]]
-    code = run("cluster", "fit", "--links", _bad_links(tmp_path, rows), "--clusters", 2,
+    code = run("cluster", "fit", _bad_links(tmp_path, rows), "--clusters", 2,
                "--out", out, "--duplicates", "keep")  # fmt: skip
     assert code == 0
     assert "every row is kept" in capsys.readouterr().err
@@ -132,7 +143,7 @@ def test_failed_write_leaves_no_output(tmp_path, links_csv, capsys):
     out = tmp_path / "a.csv"
     blocker = tmp_path / "file"
     blocker.write_text("not a folder")
-    code = run("cluster", "fit", "--links", links_csv, "--clusters", 3, "--out", out,
+    code = run("cluster", "fit", links_csv, "--clusters", 3, "--out", out,
                "--workers-out", blocker / "w.csv", "--no-progress")  # fmt: skip
     assert code == 2
     assert capsys.readouterr().err.startswith("crowdbayes: error:")
@@ -142,8 +153,8 @@ def test_failed_write_leaves_no_output(tmp_path, links_csv, capsys):
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--model", "scdc"], "--model scdc needs --features"),
-        (["--features", "f.csv"], "--features is used by --model scdc or bayes-scdc"),
+        (["--model", "scdc"], "--model scdc needs --features FILE (the items' features)"),
+        (["--features", "f.csv"], "--features applies to --model scdc, bayes-scdc, not links-vb"),
         (["--epochs", "2"], "--epochs applies to scdc, bayes-scdc, not links-vb"),
         (["--clusters", "0"], "--clusters must be at least 1; got 0"),
         (["--model", "bayes-scdc", "--features", "f.csv", "--epochs", "0"], "--epochs must be"),
@@ -162,19 +173,23 @@ def test_failed_write_leaves_no_output(tmp_path, links_csv, capsys):
 )
 def test_option_errors(tmp_path, links_csv, capsys, args, message):
     out = tmp_path / "a.csv"
-    assert run("cluster", "fit", "--links", links_csv, "--out", out, *args) == 2
+    assert run("cluster", "fit", links_csv, "--out", out, *args) == 2
     assert message in capsys.readouterr().err
     assert not out.exists()
 
 
 def test_deep_model_without_torch_says_which_extra(tmp_path, links_csv, capsys, monkeypatch):
-    monkeypatch.setitem(sys.modules, "torch", None)  # `import torch` now raises ImportError
+    _as_if_torch_were_not_installed(monkeypatch)
     features = tmp_path / "f.npy"
     np.save(features, np.zeros((60, 2)))
-    code = run("cluster", "fit", "--links", links_csv, "--features", features, "--model",
+    code = run("cluster", "fit", links_csv, "--features", features, "--model",
                "bayes-scdc", "--out", tmp_path / "a.csv")  # fmt: skip
-    assert code == 2
-    assert "needs PyTorch: pip install 'crowdbayes[deep]'" in capsys.readouterr().err
+    assert code == 1  # a missing optional package is a failure while running, not bad usage
+    err = capsys.readouterr().err
+    assert err == (
+        "crowdbayes: error: --model bayes-scdc needs torch: pip install 'crowdbayes[deep]'\n"
+    )
+    assert not (tmp_path / "a.csv").exists()
 
 
 def _feature_table(sim, tmp_path, name="f.csv", drop=None, edit=None) -> str:
@@ -210,7 +225,7 @@ def test_bad_features(tmp_path, sim, links_csv, capsys, kwargs, message):
     pytest.importorskip("torch")
     out = tmp_path / "a.csv"
     features = _feature_table(sim, tmp_path, **kwargs)
-    code = run("cluster", "fit", "--links", links_csv, "--features", features, "--model", "scdc",
+    code = run("cluster", "fit", links_csv, "--features", features, "--model", "scdc",
                "--clusters", 3, "--out", out)  # fmt: skip
     assert code == 2
     err = capsys.readouterr().err
@@ -236,7 +251,7 @@ def test_bad_npy_features(tmp_path, sim, links_csv, capsys):
         (text_ids, tmp_path / "short.npy", "column 'left' must hold integer row numbers"),
     ]
     for links, features, message in cases:
-        code = run("cluster", "fit", "--links", links, "--features", features, "--model",
+        code = run("cluster", "fit", links, "--features", features, "--model",
                    "scdc", "--out", tmp_path / "a.csv")  # fmt: skip
         assert code == 2
         assert message.replace("NAN", str(nan)) in capsys.readouterr().err
@@ -260,12 +275,13 @@ def test_deep_models_end_to_end(tmp_path, sim, capsys, model, form):
         features = tmp_path / "f.npy"
         np.save(features, _features(sim.truth))
     out, workers = tmp_path / "a.csv", tmp_path / "w.csv"
-    code = run("cluster", "fit", "--links", links, "--features", features, "--model", model,
+    code = run("cluster", "fit", links, "--features", features, "--model", model,
                "--clusters", 3, "--epochs", 2, "--latent-dim", 2, "--batch-size", 20,
                "--link-weight", 0.5, "--restarts", 2,
                "--out", out, "--workers-out", workers, "--proba", "--seed", 0)  # fmt: skip
-    assert code == 0, capsys.readouterr().err
-    err = capsys.readouterr().err
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    err = captured.out  # with -o the summary goes to stdout
     assert "60 items clustered (20 without links)" in err
     assert re.search(r"bound per epoch \(2\): -[\d.]+, -[\d.]+\n", err)
     assert "kept: the state after epoch" in err
@@ -301,18 +317,22 @@ def test_cuda_without_a_gpu_is_one_line(tmp_path, sim, links_csv, capsys):
         pytest.skip("a CUDA device is present")
     features = tmp_path / "f.npy"
     np.save(features, _features(sim.truth))
-    code = run("cluster", "fit", "--links", links_csv, "--features", features, "--model",
+    code = run("cluster", "fit", links_csv, "--features", features, "--model",
                "bayes-scdc", "--device", "cuda", "--out", tmp_path / "a.csv")  # fmt: skip
     assert code == 2
-    assert "--device cuda: PyTorch sees no CUDA device here" in capsys.readouterr().err
+    assert capsys.readouterr().err == (
+        "crowdbayes: error: --device cuda was asked for but CUDA is not available in this "
+        "PyTorch build or on this machine; use --device cpu\n"
+    )
+    assert not (tmp_path / "a.csv").exists()
 
 
 def test_save_writes_a_model_that_loads_with_the_same_clusters(tmp_path, links_csv):
     from crowdbayes import LinkClustering, load
 
     out, model_file = tmp_path / "a.csv", tmp_path / "m.npz"
-    code = run("cluster", "fit", "--links", links_csv, "--clusters", 3, "--out", out,
-               "--save", model_file)  # fmt: skip
+    code = run("cluster", "fit", links_csv, "--clusters", 3, "--out", out,
+               "--save-model", model_file)  # fmt: skip
     assert code == 0
     model = load(model_file)
     assert isinstance(model, LinkClustering) and model.n_clusters == 3
@@ -329,9 +349,9 @@ def _one_epoch_bayes_scdc(tmp_path, sim, *extra, model="bayes-scdc"):
     features, links, model_file = tmp_path / "f.npy", tmp_path / "links.csv", tmp_path / "m.npz"
     np.save(features, _features(sim.truth))
     sim.links.to_csv(links, index=False)
-    argv = ["cluster", "fit", "--links", links, "--features", features, "--model", model,
+    argv = ["cluster", "fit", links, "--features", features, "--model", model,
             "--clusters", 3, "--epochs", 1, "--restarts", 1, "--out", tmp_path / "a.csv",
-            "--save", model_file, *extra]  # fmt: skip
+            "--save-model", model_file, *extra]  # fmt: skip
     assert run(*argv) == 0
     return load(model_file)
 
@@ -367,7 +387,9 @@ def test_head_balance_without_the_head_is_reported(tmp_path, sim, capsys):
     says it had no effect instead of ignoring it silently."""
     model = _one_epoch_bayes_scdc(tmp_path, sim, "--head-balance", "0.1")
     assert not model.uses_cluster_head_
-    assert "--head-balance had no effect" in capsys.readouterr().err
+    captured = capsys.readouterr()
+    assert "--head-balance had no effect" in captured.out  # the summary: stdout with -o
+    assert "--head-balance" not in captured.err
 
 
 def test_learning_rate_and_widths_reach_scdc(tmp_path, sim):
@@ -383,20 +405,20 @@ def test_report_cluster_fits_the_model_that_cluster_fit_fits(tmp_path, sim, monk
     model's latent size from the features (at most 5 here); it used to fit 8 over 2 features
     and merge the pinwheel's arms that ``cluster fit`` separates."""
     pytest.importorskip("torch").set_num_threads(1)
-    from crowdbayes.cli import cluster as cluster_cli
+    from crowdbayes.models.clustering.deep import BayesSCDC
 
     fitted = []
-    fit = cluster_cli._fit
+    fit = BayesSCDC.fit
 
-    def recording(model, links):
+    def recording(model, *args, **kwargs):
         fitted.append(model)
-        return fit(model, links)
+        return fit(model, *args, **kwargs)
 
-    monkeypatch.setattr(cluster_cli, "_fit", recording)
+    monkeypatch.setattr(BayesSCDC, "fit", recording)
     features, links = tmp_path / "f.npy", tmp_path / "links.csv"
     np.save(features, _features(sim.truth))
     sim.links.to_csv(links, index=False)
-    assert run("report", "cluster", "--links", links, "--features", features, "--model",
+    assert run("report", "cluster", links, "--features", features, "--model",
                "bayes-scdc", "--clusters", 3, "--epochs", 1, "--restarts", 1,
                "--out", tmp_path / "r.html") == 0  # fmt: skip
     assert [model.latent_dim for model in fitted] == [5]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import io
+
 import pandas as pd
 import pytest
 
@@ -46,8 +48,9 @@ def test_fit_writes_tasks_and_workers(model, small_labels, tmp_path, capsys):
 def test_demo_command_scores_against_bundled_gold(capsys, monkeypatch):
     monkeypatch.delenv("CROWDBAYES_DATA", raising=False)
     assert main(["labels", "fit", "--dataset", "rte", "--model", "mv"]) == 0
-    printed = capsys.readouterr().out
-    assert "against gold on 800 tasks: accuracy 0.8975" in printed
+    captured = capsys.readouterr()  # no -o: the tasks on stdout, the summary on stderr
+    assert "against gold on 800 tasks: accuracy 0.8975" in captured.err
+    assert len(pd.read_csv(io.StringIO(captured.out))) == 800
 
 
 def test_eval_gold_scores_only_labelled_tasks(small_labels, tmp_path, capsys):
@@ -58,7 +61,7 @@ def test_eval_gold_scores_only_labelled_tasks(small_labels, tmp_path, capsys):
     assert (
         main(["labels", "fit", str(small_labels), "--model", "ds", "--eval-gold", str(gold)]) == 0
     )
-    printed = capsys.readouterr().out
+    printed = capsys.readouterr().err  # no -o: the summary on stderr
     assert "against gold on 2 tasks" in printed
     assert "1 gold tasks without labels not scored" in printed
 
@@ -171,7 +174,10 @@ def test_the_model_started_from_is_updated_in_place(small_labels, tmp_path, caps
     ("options", "message"),
     [
         (["--model", "hierarchical", "--backend", "dask"], "--backend dask works with --model"),
-        (["--model", "ds", "--backend", "dask"], "--backend dask needs --out DIRECTORY"),
+        (
+            ["--model", "ds", "--backend", "dask"],
+            "--backend dask needs -o DIRECTORY for the per-task results",
+        ),
         (["--model", "mv", "--init-model", "m.npz"], "--init-model works with --model ds, bayes"),
         (["--model", "community-ds", "--init-model", "m.npz"], "got community-ds"),
         (["--model", "ds", "--grouped"], "--grouped needs --backend dask"),
@@ -266,8 +272,11 @@ def test_next_with_new_tasks_and_available_workers(small_labels, tmp_path):
     ("options", "message"),
     [
         (["--n", "0"], "--n must be at least 1; got 0"),
-        (["--n", "3", "--confidence", "0.01"], "nothing left to ask: every candidate task"),
-        (["--n", "3", "--confidence", "2"], "confidence must be a number in (0, 1)"),
+        (
+            ["--n", "3", "--confidence", "0.01"],
+            "nothing left to ask: every candidate is decided at --confidence 0.01",
+        ),
+        (["--n", "3", "--confidence", "2"], "--confidence must lie between 0 and 1; got '2'"),
         (["--n", "3", "--tasks", "missing.csv"], "tasks: file not found"),
     ],
 )

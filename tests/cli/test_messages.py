@@ -88,14 +88,14 @@ def cases(tmp, f):
         ],
         "option of another model": ["labels", "fit", f["labels"], "--model", "mv", "--chains", "2"],
         "bad number": ["labels", "fit", f["labels"], "--model", "ds", "--max-iter", "x"],
-        "repeated links": ["cluster", "fit", "--links", f["links"], "--out", out],
+        "repeated links": ["cluster", "fit", f["links"], "--out", out],
         "not converged (links)": [
-            "cluster", "fit", "--links", f["links"], "--duplicates", "keep", "--max-iter", "1",
+            "cluster", "fit", f["links"], "--duplicates", "keep", "--max-iter", "1",
             "--out", out,
         ],
         "only ties": [
-            "prefs", "fit", f["ties"], "--items", f["items"], "--model", "gppl-vi",
-            "--save", str(tmp / "model.npz"),
+            "prefs", "fit", f["ties"], "--features", f["items"], "--model", "gppl-vi",
+            "--save-model", str(tmp / "model.npz"),
         ],
         "not converged (rank)": [
             "rank", "fit", f["rankings"], "--model", "pl-mm", "--max-iter", "2", "--shape", "2",
@@ -148,12 +148,12 @@ def test_gold_clamped_tasks_are_not_scored(inputs, capsys):
     tmp, f = inputs
     args = ["labels", "fit", f["labels"], "--model", "mv", "--gold", f["gold"]]
     assert main([*args, "--eval-gold", f["eval"]]) == 0
-    captured = capsys.readouterr()
-    assert "2 task(s) of the scoring gold are also clamped by --gold" in captured.err
-    assert "against gold on 1 tasks" in captured.out
+    err = capsys.readouterr().err  # no -o: the warnings and the summary on stderr
+    assert "2 task(s) of the scoring gold are also clamped by --gold" in err
+    assert "against gold on 1 tasks" in err
     assert main([*args, "--eval-gold", f["gold"]]) == 0
-    captured = capsys.readouterr()
-    assert "nothing left to score" in captured.err and "against gold" not in captured.out
+    err = capsys.readouterr().err
+    assert "nothing left to score" in err and "against gold" not in err
 
 
 def test_a_rare_class_is_named_unless_classes_are_declared(inputs, capsys):

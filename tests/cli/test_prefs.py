@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import io
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -56,13 +58,13 @@ def test_fit_save_predict_pooled(files, capsys, model):
     extra = (
         ["--inducing", "10", "--batch-size", "100", "--max-iter", "30"] if model == "gppl" else []
     )
-    code = run("prefs", "fit", paths["comparisons"], "--items", paths["items"], "--model", model,
-               "--save", saved, "--out", utilities, *extra)  # fmt: skip
+    code = run("prefs", "fit", paths["comparisons"], "--features", paths["items"], "--model", model,
+               "--save-model", saved, "--out", utilities, *extra)  # fmt: skip
     assert code == 0
     printed = capsys.readouterr().out
     assert "comparisons of 25 items by 6 workers" in printed and "top items:" in printed
     assert list(pd.read_csv(utilities).columns) == ["item", "mean", "sd"]
-    code = run("prefs", "predict", saved, "--pairs", paths["pairs"], "--items", paths["new"],
+    code = run("prefs", "predict", saved, "--pairs", paths["pairs"], "--features", paths["new"],
                "--out", out)  # fmt: skip
     assert code == 0
     assert "pools all workers: column 'worker' of PAIRS is ignored" in capsys.readouterr().err
@@ -74,12 +76,14 @@ def test_fit_save_predict_pooled(files, capsys, model):
 def test_crowdgppl_personal_and_consensus(files, capsys):
     tmp, paths = files
     saved, out = tmp / "crowd.npz", tmp / "p.csv"
-    code = run("prefs", "fit", paths["comparisons"], "--items", paths["items"], "--model",
+    code = run("prefs", "fit", paths["comparisons"], "--features", paths["items"], "--model",
                "crowdgppl", "--components", "2", "--inducing", "25", "--max-iter", "60",
-               "--save", saved)  # fmt: skip
+               "--save-model", saved)  # fmt: skip
     assert code == 0
-    assert "CrowdGPPL" in capsys.readouterr().out
-    code = run("prefs", "predict", saved, "--pairs", paths["pairs"], "--items", paths["new"],
+    captured = capsys.readouterr()  # no -o: the utilities on stdout, the summary on stderr
+    assert "CrowdGPPL" in captured.err and "CrowdGPPL" not in captured.out
+    assert len(pd.read_csv(io.StringIO(captured.out), index_col="item")) == 25
+    code = run("prefs", "predict", saved, "--pairs", paths["pairs"], "--features", paths["new"],
                "--out", out)  # fmt: skip
     assert code == 0
     result = pd.read_csv(out)
@@ -118,19 +122,19 @@ def test_errors_are_one_line_and_leave_no_output(files, capsys):
     bad.loc[3, "label"] = "nonsense"
     bad.to_csv(tmp / "bad.csv", index=False)
     assert "neither the left item, the right item nor 'equal'" in error(
-        "prefs", "fit", tmp / "bad.csv", "--items", paths["items"], "--save", saved
+        "prefs", "fit", tmp / "bad.csv", "--features", paths["items"], "--save-model", saved
     )
     assert not saved.exists()
-    assert "--workers applies to crowdgppl, not gppl" in error(
-        "prefs", "fit", paths["comparisons"], "--items", paths["items"], "--workers",
-        paths["items"], "--save", saved,
+    assert "--worker-features applies to --model crowdgppl, not gppl" in error(
+        "prefs", "fit", paths["comparisons"], "--features", paths["items"], "--worker-features",
+        paths["items"], "--save-model", saved,
     )  # fmt: skip
     assert "--lengthscale must be" in error(
-        "prefs", "fit", paths["comparisons"], "--items", paths["items"], "--lengthscale", "x",
-        "--save", saved,
+        "prefs", "fit", paths["comparisons"], "--features", paths["items"], "--lengthscale", "x",
+        "--save-model", saved,
     )  # fmt: skip
-    assert run("prefs", "fit", paths["comparisons"], "--items", paths["items"], "--model",
-               "gppl-vi", "--save", saved) == 0  # fmt: skip
+    assert run("prefs", "fit", paths["comparisons"], "--features", paths["items"], "--model",
+               "gppl-vi", "--save-model", saved) == 0  # fmt: skip
     capsys.readouterr()
     assert "item id(s) were not seen in fit" in error(
         "prefs", "predict", saved, "--pairs", paths["pairs"], "--out", out
@@ -150,8 +154,8 @@ def test_errors_are_one_line_and_leave_no_output(files, capsys):
 def test_dpm_gp_fit_predict_and_communities(files, capsys):
     tmp, paths = files
     model, out, table = tmp / "dpm.npz", tmp / "p.csv", tmp / "communities.csv"
-    fitted = ["prefs", "fit", paths["comparisons"], "--items", paths["items"]]
-    assert run(*fitted, "--model", "dpm-gp", "--save", model, "--out", tmp / "u.csv") == 0
+    fitted = ["prefs", "fit", paths["comparisons"], "--features", paths["items"]]
+    assert run(*fitted, "--model", "dpm-gp", "--save-model", model, "--out", tmp / "u.csv") == 0
     assert "communities:" in capsys.readouterr().out
     utilities = pd.read_csv(tmp / "u.csv")
     assert {"item", "mean_0", "sd_0"} <= set(utilities.columns)
@@ -178,7 +182,7 @@ def test_dpm_gp_fit_predict_and_communities(files, capsys):
 
 # ---------------------------------------------------------------------- prefs next
 def next_args(paths, out, *extra):
-    return ["prefs", "next", paths["comparisons"], "--items", paths["items"], "--out", out,
+    return ["prefs", "next", paths["comparisons"], "--features", paths["items"], "--out", out,
             "--inducing", "10", "--max-iter", "40", *extra]  # fmt: skip
 
 
@@ -216,8 +220,8 @@ def test_next_writes_the_pairs_to_ask(files, capsys):
     # the answers, once labelled, are what prefs fit reads
     asked["label"] = asked["left"]
     asked.drop(columns="score").to_csv(tmp / "answers.csv", index=False)
-    assert run("prefs", "fit", tmp / "answers.csv", "--items", paths["items"], "--model",
-               "gppl-vi", "--save", tmp / "m.npz") == 0  # fmt: skip
+    assert run("prefs", "fit", tmp / "answers.csv", "--features", paths["items"], "--model",
+               "gppl-vi", "--save-model", tmp / "m.npz") == 0  # fmt: skip
 
 
 def test_next_with_crowdgppl_says_whom_to_ask(files, capsys):
@@ -259,13 +263,17 @@ def test_next_errors(files, capsys):
     assert f"available ({tmp / 'who.csv'}): 1 worker(s) have no comparisons in" in error(
         *next_args(paths, out, "--n", "2", "--model", "crowdgppl", "--available", tmp / "who.csv")
     )
-    assert "--available: GPPL (gppl) pools all workers and cannot say whom to ask" in error(
-        *next_args(paths, out, "--n", "2", "--available", tmp / "who.csv")
-    )
-    assert "nothing left to ask: every candidate pair is decided at --confidence 0.5" in error(
+    assert (
+        "--available: --model gppl pools all workers and cannot say whom to ask; "
+        "use --model crowdgppl"
+    ) in error(*next_args(paths, out, "--n", "2", "--available", tmp / "who.csv"))
+    assert "nothing left to ask: every candidate is decided at --confidence 0.5" in error(
         *next_args(paths, out, "--n", "2", "--confidence", "0.5")
     )
-    assert "CommunityPreferences (dpm-gp) cannot suggest questions" in error(
-        "prefs", "next", paths["comparisons"], "--items", paths["items"], "--out", out, "--n",
+    assert (
+        "--model dpm-gp cannot suggest questions; "
+        "use --model gppl, crowdgppl, gppl-vi, gppl-laplace, ep, bt, crowd-bt"
+    ) in error(
+        "prefs", "next", paths["comparisons"], "--features", paths["items"], "--out", out, "--n",
         "2", "--model", "dpm-gp",
     )  # fmt: skip

@@ -28,7 +28,8 @@ def comparisons(tmp_path):
 @pytest.mark.parametrize("model", ["bt", "crowd-bt"])
 def test_fit_save_predict_without_item_features(tmp_path, comparisons, capsys, model):
     saved, scores, out = tmp_path / "m.npz", tmp_path / "s.csv", tmp_path / "p.csv"
-    assert run("prefs", "fit", comparisons, "--model", model, "--save", saved, "--out", scores) == 0
+    fit = ["prefs", "fit", comparisons, "--model", model, "--save-model", saved]
+    assert run(*fit, "--out", scores) == 0
     printed = capsys.readouterr().out
     assert "comparisons of 12 items by 4 workers" in printed and "top items:" in printed
     table = pd.read_csv(scores)
@@ -52,15 +53,17 @@ def test_options_and_errors(tmp_path, comparisons, capsys):
         return capsys.readouterr().err
 
     assert "cannot take ties" in error(
-        "prefs", "fit", comparisons, "--model", "bt", "--tie-model", "none", "--save", saved
+        "prefs", "fit", comparisons, "--model", "bt", "--tie-model", "none", "--save-model", saved
     )
-    assert "--items is required by gppl" in error("prefs", "fit", comparisons, "--save", saved)
+    assert "--model gppl needs --features FILE (the items' features)" in error(
+        "prefs", "fit", comparisons, "--save-model", saved
+    )
     assert "--noise applies to crowd-bt, not bt" in error(
-        "prefs", "fit", comparisons, "--model", "bt", "--noise", "random", "--save", saved
+        "prefs", "fit", comparisons, "--model", "bt", "--noise", "random", "--save-model", saved
     )
     assert not saved.exists()
     assert run("prefs", "fit", comparisons, "--model", "crowd-bt", "--noise", "random",
-               "--max-iter", "50", "--save", saved) == 0  # fmt: skip
+               "--max-iter", "50", "--save-model", saved) == 0  # fmt: skip
     assert load(saved).noise == "random"
     out = tmp_path / "next.csv"
     assert run("prefs", "next", comparisons, "--model", "crowd-bt", "--n", "3", "--out", out) == 0

@@ -26,8 +26,8 @@ def test_fit_save_predict(files, capsys):
     tmp, rankings, items, pairs = files
     model, scores, out = tmp / "m.npz", tmp / "scores.csv", tmp / "p.csv"
     code = main(
-        ["rank", "fit", str(rankings), "--items", str(items), "--model", "pl-vi",
-         "--method", "gaussian", "--save", str(model), "--out", str(scores), "--top-k", "5"]
+        ["rank", "fit", str(rankings), "--features", str(items), "--model", "pl-vi",
+         "--method", "gaussian", "--save-model", str(model), "--out", str(scores), "--top-k", "5"]
     )  # fmt: skip
     assert code == 0
     printed = capsys.readouterr().out
@@ -45,7 +45,8 @@ def test_featureless_models(files, name):
     tmp, rankings, _, pairs = files
     model, out = tmp / f"{name}.npz", tmp / "p.csv"
     extra = ["--shape", "2", "--rate", "1"] + (["--samples", "50"] if name == "pl-gibbs" else [])
-    assert main(["rank", "fit", str(rankings), "--model", name, "--save", str(model), *extra]) == 0
+    fit = ["rank", "fit", str(rankings), "--model", name, "--save-model", str(model)]
+    assert main([*fit, *extra]) == 0
     assert main(["rank", "predict", str(model), "--pairs", str(pairs), "--out", str(out)]) == 0
     assert len(pd.read_csv(out)) == 3
 
@@ -54,16 +55,16 @@ def test_errors_are_one_line_and_leave_no_output(files, capsys):
     tmp, rankings, items, _ = files
     scores, model = tmp / "scores.csv", tmp / "m.npz"
     assert main(["rank", "fit", str(rankings), "--out", str(scores)]) == 2
-    assert "needs item features: pass --items" in capsys.readouterr().err
+    assert "--model pl-vi needs --features FILE (the items' features)" in capsys.readouterr().err
     bad = tmp / "bad.csv"
     pd.read_csv(rankings).assign(rank=1).to_csv(bad, index=False)
-    args = ["rank", "fit", str(bad), "--items", str(items), "--out", str(scores)]
-    assert main([*args, "--save", str(model)]) == 2
+    args = ["rank", "fit", str(bad), "--features", str(items), "--out", str(scores)]
+    assert main([*args, "--save-model", str(model)]) == 2
     err = capsys.readouterr().err
     assert err.startswith(f"crowdbayes: error: rankings ({bad}): ties in rank")
     assert err.count("\n") == 1
     assert not scores.exists() and not model.exists()
-    assert main(["rank", "fit", str(rankings), "--items", str(items), "--eta", "-1"]) == 2
+    assert main(["rank", "fit", str(rankings), "--features", str(items), "--eta", "-1"]) == 2
     assert "--eta must be a positive number or 'auto'" in capsys.readouterr().err
 
 

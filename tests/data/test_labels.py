@@ -256,14 +256,19 @@ def test_nan_in_each_column(column):
 
 @pytest.mark.parametrize("column", ["task", "worker", "label"])
 def test_empty_field_in_csv_is_missing(column, tmp_path):
+    """A file's rows are named by their line (the header is line 1), a Parquet file's (which
+    has no lines) by their position."""
     frame = small_frame()
     frame.loc[3, column] = None
     path = tmp_path / "labels.csv"
     frame.to_csv(path, index=False)
     with pytest.raises(
-        ValueError, match=rf"column '{column}' has 1 missing value\(s\) \(row\(s\) \[3\]\)"
+        ValueError, match=rf"column '{column}' has 1 missing value\(s\) \(line\(s\) \[5\]\)"
     ):
         Labels(path)
+    frame.to_parquet(tmp_path / "labels.parquet")
+    with pytest.raises(ValueError, match=r"1 missing value\(s\) \(row\(s\) \[3\]\)"):
+        Labels(tmp_path / "labels.parquet")
 
 
 SINGLE_WORKER = pd.DataFrame({"task": ["a", "b", "c"], "worker": "solo", "label": [0, 1, 1]})
@@ -457,7 +462,10 @@ def test_workers_per_task_counts_distinct_workers(grouped, duplicates):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # repeated task-worker pairs: kept as votes
         labels = Labels(frame, duplicates=duplicates)
+        from_matrix = Labels(frame, duplicates=duplicates)
     assert labels.pairs_distinct == (duplicates == "drop")
     expected = frame.groupby("task")["worker"].nunique()
-    got = pd.Series(labels.workers_per_task, index=labels.tasks)
+    got = pd.Series(labels.workers_per_task, index=labels.tasks)  # from the codes
     pd.testing.assert_series_equal(got.loc[expected.index], expected, check_names=False)
+    assert from_matrix.count_matrix.nnz  # built first: the counts come from the matrix
+    np.testing.assert_array_equal(from_matrix.workers_per_task, labels.workers_per_task)

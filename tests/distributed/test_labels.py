@@ -290,7 +290,7 @@ def test_cli_dask_local_cluster_one_line_error(data, tmp_path, capsys):
     out = tmp_path / "tasks"
     args = ["labels", "fit", str(tmp_path / "in"), "--backend", "dask", "--out", str(out)]
     paths[0].write_bytes(b"not parquet at all")
-    assert main([*args, "--model", "ds", "--workers", "1"]) == 2
+    assert main([*args, "--model", "ds", "--dask-workers", "1"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert err[-1].startswith("crowdbayes: error: labels: file ")
     assert "labels-0.parquet is not a readable Parquet file" in err[-1]

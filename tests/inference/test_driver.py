@@ -93,7 +93,8 @@ def test_no_progress_silences_a_command(fast_lines, tmp_path, capsys):
     assert main(["labels", "fit", str(path), "--model", "ds"]) == 0
     assert "Dawid-Skene EM: done" in capsys.readouterr().err
     assert main(["labels", "fit", str(path), "--model", "ds", "--no-progress"]) == 0
-    assert capsys.readouterr().err == ""
+    # the summary may go to stderr (when no output file is named); progress must not
+    assert "Dawid-Skene EM" not in capsys.readouterr().err
 
 
 @pytest.mark.slow

@@ -95,9 +95,17 @@ def test_clustering_figures(links_fit):
 
 
 def test_figures_refuse_other_families(label_models, links_fit):
-    with pytest.raises(ValueError, match="needs a clustering model; got DawidSkene"):
+    with pytest.raises(
+        ValueError,
+        match=r"^worker_alpha_beta needs a crowd clustering model; got DawidSkene "
+        r"\(judgment 'labels'\)$",
+    ):
         figures.worker_alpha_beta(label_models["ds"])
-    with pytest.raises(ValueError, match="worker reliability needs a model of the labels family"):
+    with pytest.raises(
+        ValueError,
+        match=r"^worker reliability needs a model of labels; got LinkClustering "
+        r"\(judgment 'links'\)$",
+    ):
         figures.worker_reliability(links_fit[1])
 
 

@@ -14,7 +14,6 @@ relabelling for labels).
 
 from __future__ import annotations
 
-import inspect
 import time
 from collections.abc import Callable
 from typing import Any, Protocol
@@ -143,12 +142,9 @@ class WarmRefit:
 
 
 def takes_init(model) -> bool:
-    """Whether the model's ``fit`` continues from a fitted model: it takes an ``init`` argument
-    and the model does not declare that it cannot warm-start (``warm_starts = False``, as
-    ``GPPLLaplace``, whose ``fit`` refuses an ``init``)."""
-    if not getattr(model, "warm_starts", True):
-        return False
-    return "init" in inspect.signature(model.fit).parameters
+    """Whether the model's ``fit`` continues from a fitted model (``tags.warm_start``; not
+    ``GPPLLaplace``, whose ``fit`` refuses an ``init``, nor ``CommunityDawidSkene``)."""
+    return model.tags.warm_start
 
 
 def final_objective(model) -> float | None:

@@ -18,11 +18,13 @@ from __future__ import annotations
 import numpy as np
 
 from ..data import Labels
+from ..data.labels import LabelBlock
 from ..maths import finite_sum
 
 __all__ = [
     "label_log_likelihood",
     "confusion_statistics",
+    "confusion_counts",
     "full_confusion_map",
     "one_coin_map",
     "full_confusion_log_prior",
@@ -88,6 +90,20 @@ def confusion_statistics(
     if sums_to_one:
         flat[-1] = np.maximum(labels.column_totals - flat[:-1].sum(axis=0), 0.0)
     return flat.reshape(n_classes, -1, n_classes).transpose(1, 0, 2)
+
+
+def confusion_counts(labels: LabelBlock, classes: np.ndarray) -> np.ndarray:
+    """:func:`confusion_statistics` of hard assignments (task ``i`` in class ``classes[i]``):
+    how often worker ``j`` said ``x`` on tasks assigned ``k``, the same numbers (whole counts,
+    so exact in any order of summation) by one count over the labels, with no sparse product
+    and so without importing ``scipy.sparse`` (the majority vote of the command line needs
+    nothing else of SciPy)."""
+    if labels.label_codes is None:  # compacted: only the count matrix is left
+        return confusion_statistics(labels, np.eye(labels.n_classes)[:, classes])
+    k = labels.n_classes
+    key = (labels.worker_codes * k + classes[labels.task_codes]) * k + labels.label_codes
+    counts = np.bincount(key, minlength=labels.n_workers * k * k).astype(np.float64)
+    return counts.reshape(labels.n_workers, k, k)
 
 
 def full_confusion_map(statistics: np.ndarray, pseudo_counts: float) -> np.ndarray:

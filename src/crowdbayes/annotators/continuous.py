@@ -37,7 +37,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.special import digamma, gammaln
 
 __all__ = [
     "BiasNoisePrior",
@@ -171,6 +170,8 @@ def shift_precision(state: BiasNoiseState, prior: BiasNoisePrior) -> float:
 
 def _gamma_terms(shape, rate, prior_shape, prior_rate) -> np.ndarray:
     """E_q[log Gamma(v; prior)] + entropy of q = Gamma(shape, rate), element-wise."""
+    from scipy.special import digamma, gammaln
+
     mean, log_mean = shape / rate, digamma(shape) - np.log(rate)
     cross = (
         prior_shape * np.log(prior_rate)
@@ -199,6 +200,8 @@ def elbo(
     prior: BiasNoisePrior,
 ) -> float:
     """The evidence lower bound of ``state`` (standardised data)."""
+    from scipy.special import digamma
+
     log_tau = digamma(state.A) - np.log(state.R)
     tau = state.A / state.R
     error = _squared_error(state, tasks, workers, x)

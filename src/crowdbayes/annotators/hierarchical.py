@@ -10,7 +10,6 @@ scales.
 from __future__ import annotations
 
 import numpy as np
-from scipy.special import digamma, gammaln, logsumexp
 
 __all__ = [
     "dirichlet_multinomial_log_likelihoods",
@@ -34,6 +33,8 @@ def dirichlet_multinomial_log_likelihoods(counts: np.ndarray, alpha: np.ndarray)
     \log\Gamma(\alpha_x)]` with :math:`S = \sum_x\alpha_x`, :math:`N = \sum_x n_x` (the
     multinomial coefficient is left out: it does not depend on α).
     """
+    from scipy.special import gammaln
+
     total = alpha.sum(axis=-1)
     return (
         gammaln(total)
@@ -65,6 +66,8 @@ def fit_dirichlet_rows(
     without it the scale of a class can run away and absorb other classes). A row that no
     table with positive weight has counts in carries no evidence and keeps its α.
     """
+    from scipy.special import digamma
+
     alpha = alpha.copy()
     row_totals = counts.sum(axis=-1)
     for _ in range(steps):
@@ -123,6 +126,8 @@ def row_hyperprior_log_density(
     :math:`\log p = -\text{shape}\cdot\log s + \sum_x \log m_x + d \log m_k` for
     :math:`s \ge s_{\min}`.
     """
+    from scipy.special import logsumexp
+
     log_scale = coords[0]
     if not np.isfinite(log_scale) or log_scale < np.log(scale_min):
         return -np.inf
@@ -214,6 +219,8 @@ class CountRows:
 
     def log_marginal(self, alpha: np.ndarray) -> np.ndarray:
         """:math:`L_k(\alpha_k)` for ``alpha`` of shape (..., K, X); returns (..., K)."""
+        from scipy.special import gammaln
+
         flat = alpha.reshape(*alpha.shape[:-2], -1)
         scale = alpha.sum(axis=-1)
         cells = gammaln(flat[..., self.cell_index] + self.cell_values) * self.cell_multiplicity

@@ -28,8 +28,6 @@ returns the Laplace approximation's standard deviations (inverse Hessian at the 
 from __future__ import annotations
 
 import numpy as np
-from scipy.optimize import minimize
-from scipy.special import log_ndtr
 
 __all__ = [
     "log_ndtr_diff",
@@ -44,6 +42,8 @@ _LOG_SQRT_2PI = 0.5 * np.log(2 * np.pi)
 def log_ndtr_diff(high: np.ndarray, low: np.ndarray) -> np.ndarray:
     r"""``log(Φ(high) − Φ(low))`` for ``high > low``, accurate in both tails (the upper tail
     is computed as :math:`\Phi(-low) - \Phi(-high)`)."""
+    from scipy.special import log_ndtr
+
     high, low = np.broadcast_arrays(np.asarray(high, float), np.asarray(low, float))
     flip = low > 0
     top = np.where(flip, -low, high)
@@ -136,6 +136,8 @@ def ordinal_worker_map(
     from the Laplace approximation (each worker's 2 × 2 Hessian by central differences of the
     gradient).
     """
+    from scipy.optimize import minimize
+
     start = np.asarray(start, np.float64)
     shape = start.shape
 

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+#: exit status of a command whose input or command line is wrong
 EXIT_ERROR = 2
+#: exit status of a command that failed while running (a numerical failure, memory, ...)
+EXIT_FAILURE = 1
 
 
 class CommandError(Exception):
@@ -17,3 +20,14 @@ def show_progress(flag: bool | None) -> bool:
     flag ``--no-progress`` silences both.
     """
     return True if flag is None else bool(flag)
+
+
+def parse_classes(text: str | None) -> list | None:
+    """``--classes a,b,c`` as a list (of integers when every class is one)."""
+    if text is None:
+        return None
+    values = [v.strip() for v in text.split(",") if v.strip()]
+    try:
+        return [int(v) for v in values]
+    except ValueError:
+        return values

@@ -1,27 +1,28 @@
-"""The model tables behind the ``fit`` commands: each model declared once.
+"""The model tables behind the commands that fit: each model declared once.
 
-A command family (``labels``, ``rank``, ``prefs``, ``cluster``) lists its models as
-:class:`ModelSpec` rows — the name on the command line, the estimator class, a one-line help,
-the options that apply to it — and its options as :class:`Option` rows (flag, the estimator
-parameter it sets, help, how the text is read). From that one table come the ``--model``
-choices and default, the ``--help`` epilog, the option flags, the estimator built from the
-parsed arguments (an option given to a model it does not apply to is refused by name), and the
-README's model tables (:func:`readme_tables`; a test compares them with the README).
+The models of a command are the entries the model families declare in their ``COMMAND_LINE``
+(:mod:`crowdbayes._catalogue`: the name on the command line, the estimator class, a one-line
+help, the options that apply to it); the command declares its options as :class:`Option` rows
+(flag, the estimator parameter it sets, help, how the text is read) and its default model.
+From that table come the ``--model`` choices and default, the ``--help`` epilog, the option
+flags, the estimator built from the parsed arguments (an option given to a model it does not
+apply to is refused by name), and the README's model tables (:func:`readme_tables`; a test
+compares them with the README). A new model needs no change here.
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib
+import difflib
+import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-
+from .._catalogue import ModelEntry, model_entries
 from ._common import CommandError
 
-__all__ = ["Option", "ModelSpec", "ModelTable", "readme_tables", "TABLES"]
+__all__ = ["Option", "ModelTable", "readme_tables", "TABLES"]
 
 
 @dataclass(frozen=True)
@@ -41,65 +42,47 @@ class Option:
     metavar: str | None = None
 
 
-@dataclass(frozen=True)
-class ModelSpec:
-    """One model of a command: its name, estimator (``"module:Class"``, imported when used, so
-    that e.g. torch is imported only for the deep models), help line, the flags of the options
-    that apply, and the values the command line sets unlike the Python defaults."""
-
-    name: str
-    estimator: str
-    help: str
-    options: tuple[str, ...] = ()
-    cli_defaults: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def class_name(self) -> str:
-        return self.estimator.rsplit(":", 1)[1]
-
-    def load_class(self) -> type:
-        module, name = self.estimator.rsplit(":", 1)
-        return getattr(importlib.import_module(module), name)
-
-
 class ModelTable:
     """The models of one ``<command> fit`` and the options they take."""
 
-    def __init__(
-        self,
-        command: str,
-        models: Sequence[ModelSpec],
-        options: Sequence[Option],
-        default: str,
-    ) -> None:
+    def __init__(self, command: str, options: Sequence[Option], default: str) -> None:
         self.command = command
-        self.models = {spec.name: spec for spec in models}
         self.options = {option.flag: option for option in options}
         self.default = default
-        unknown = {f for spec in models for f in spec.options} - set(self.options)
-        if unknown or default not in self.models:
-            raise ValueError(f"{command}: unknown option(s) {sorted(unknown)} or default")
+
+    @property
+    def models(self) -> dict[str, ModelEntry]:
+        """The command's models, by name: the families' entries (read afresh, so a model
+        registered while running, as the tests do, is offered too)."""
+        models = {entry.name: entry for entry in model_entries(self.command)}
+        unknown = {f for spec in models.values() for f in spec.options} - set(self.options)
+        if unknown or self.default not in models:
+            raise ValueError(f"{self.command}: unknown option(s) {sorted(unknown)} or default")
+        return models
 
     # ------------------------------------------------------------------ the parser
     def epilog(self) -> str:
-        width = max(map(len, self.models)) + 2
+        models = self.models
+        width = max(map(len, models)) + 2
         lines = [
             f"  {name:<{width}}{spec.help}" + (" (default)" if name == self.default else "")
-            for name, spec in self.models.items()
+            for name, spec in models.items()
         ]
         return "models:\n" + "\n".join(lines)
 
     def add_arguments(self, parser: argparse.ArgumentParser, title: str | None = None) -> None:
         """``--model`` and every option of the table (each once), on ``parser``."""
+        models = self.models
         parser.add_argument(
             "--model",
-            choices=list(self.models),
+            choices=list(models),
             default=self.default,
-            help=f"the model (default {self.default}; see below)",
+            metavar="MODEL",
+            help=f"the model: {', '.join(models)} (default {self.default}; see below)",
         )
         group = parser.add_argument_group(title or "model options")
         for option in self.options.values():
-            users = [name for name, spec in self.models.items() if option.flag in spec.options]
+            users = [name for name, spec in models.items() if option.flag in spec.options]
             group.add_argument(
                 option.flag,
                 dest=_dest(option.flag),
@@ -110,8 +93,30 @@ class ModelTable:
             )
 
     # ------------------------------------------------------------------ the estimator
-    def spec(self, name: str) -> ModelSpec:
+    def spec(self, name: str) -> ModelEntry:
         return self.models[name]
+
+    def name_of(self, model: Any) -> str | None:
+        """The command-line name of a model of this table (None if it has none)."""
+        names = {spec.class_name: name for name, spec in self.models.items()}
+        return names.get(type(model).__name__)
+
+    def users(self, wants: Callable[[Any], bool]) -> list[str]:
+        """The models whose tags satisfy ``wants`` (a model that cannot be imported here, e.g.
+        for want of torch, is left out)."""
+        names = []
+        for name, spec in self.models.items():
+            try:
+                if wants(spec.tags()):
+                    names.append(name)
+            except ImportError:
+                continue
+        return names
+
+    def suggestion(self, name: str) -> str:
+        """`` (did you mean 'x'?)`` for a mistyped model name, or nothing."""
+        close = difflib.get_close_matches(name, list(self.models), n=1)
+        return f" (did you mean {close[0]!r}?)" if close else ""
 
     def given(self, args: argparse.Namespace) -> dict[str, str]:
         """The options of the table given on the command line, by flag."""
@@ -133,7 +138,9 @@ class ModelTable:
         for flag, text in self.given(args).items():
             option = self.options[flag]
             params[option.param] = option.read(text)
-        return cls(**params)
+        model = cls(**params)
+        model.check_params()  # before any input is read
+        return model
 
     # ------------------------------------------------------------------ the README
     def markdown(self) -> str:
@@ -190,7 +197,7 @@ def positive_float(flag: str, *, words: tuple[str, ...] = ()) -> Callable[[str],
             value = float(text)
         except ValueError:
             value = float("nan")
-        if not (np.isfinite(value) and value > 0):
+        if not (math.isfinite(value) and value > 0):
             raise CommandError(f"{flag} must be a positive number{alternatives}; got {text!r}")
         return value
 
@@ -203,7 +210,7 @@ def non_negative_float(flag: str) -> Callable[[str], float]:
             value = float(text)
         except ValueError:
             value = float("nan")
-        if not (np.isfinite(value) and value >= 0):
+        if not (math.isfinite(value) and value >= 0):
             raise CommandError(f"{flag} must be a non-negative number; got {text!r}")
         return value
 

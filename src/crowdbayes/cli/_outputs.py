@@ -49,12 +49,14 @@ def add_output(
     directory_ok: bool = False,
     replaces: str | None = None,
     metavar: str | None = None,
-    group: argparse._ArgumentGroup | None = None,
+    group=None,
+    short: str | None = None,
 ) -> None:
-    """Add the output option ``flag`` to ``parser`` (in ``group`` if given; and ``--force``
-    with the first one); ``replaces``: see :class:`OutputOption`."""
+    """Add the output option ``flag`` (and its ``short`` form) to ``parser`` (in ``group`` if
+    given; and ``--force`` with the first one); ``replaces``: see :class:`OutputOption`."""
     target = parser if group is None else group
-    action = target.add_argument(flag, required=required, help=help, metavar=metavar)
+    names = (short, flag) if short else (flag,)
+    action = target.add_argument(*names, required=required, help=help, metavar=metavar)
     declared = tuple(parser.get_default("output_options") or ())
     if not declared:
         parser.add_argument(

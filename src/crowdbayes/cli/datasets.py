@@ -4,18 +4,21 @@ from __future__ import annotations
 
 import argparse
 
-import pandas as pd
+from ._parser import add_common_options
 
 
 def register(commands) -> None:
     """Add the ``datasets`` command to the top-level sub-parsers."""
     datasets = commands.add_parser("datasets", help="bundled and CROWDBAYES_DATA data sets")
-    datasets_commands = datasets.add_subparsers(dest="action", required=True)
-    datasets_list = datasets_commands.add_parser("list", help="list the label sets found")
-    datasets_list.set_defaults(handler=_datasets_list)
+    actions = datasets.add_subparsers(dest="action", required=True, metavar="VERB")
+    listing = actions.add_parser("list", help="list the label sets found")
+    add_common_options(listing)
+    listing.set_defaults(handler=_datasets_list)
 
 
-def _datasets_list(_: argparse.Namespace) -> None:
+def _datasets_list(args: argparse.Namespace) -> None:
+    import pandas as pd
+
     from ..datasets import list_datasets
 
     table = list_datasets()

@@ -1,65 +1,31 @@
-"""``crowdbayes rank fit`` and ``crowdbayes rank predict``: Plackett–Luce from rankings.
+"""``crowdbayes rank fit|predict``: Plackett–Luce scores from rankings and choices (the record
+of the rank family).
 
-crowdbayes rank fit RANKINGS [--items ITEMS] [--model pl-vi|pl-map|pl-mm|pl-gibbs]
-                             [--save MODEL] [--out SCORES] [--eta X|auto] [--seed N]
-crowdbayes rank predict MODEL --pairs PAIRS [--items ITEMS] --out P
+crowdbayes rank fit RANKINGS [--features ITEMS] [--model pl-vi|pl-map|pl-mm|pl-gibbs]
+                             [--save-model MODEL] [-o SCORES] [--eta X|auto] [--seed N]
+crowdbayes rank predict MODEL --pairs PAIRS [--features ITEMS] [-o P]
 """
 
 from __future__ import annotations
 
 import argparse
-import time
 
-import numpy as np
-import pandas as pd
-
-from ..base import load
-from ..data.io import read_table, table_writer, write_atomically
-from ..data.rankings import Rankings
-from ..models.plackett_luce import FeatureModel, PlackettLuceModel, PlackettLuceVI
-from ._common import CommandError, show_progress
 from ._models import (
     TABLES,
-    ModelSpec,
     ModelTable,
     Option,
     non_negative_float,
     positive_float,
     positive_int,
 )
-from ._outputs import add_output
+from ._parser import Parser, add_features_option
+from ._record import Family, Inputs, PredictVerb
 
-_MODELS = "crowdbayes.models.plackett_luce"
+__all__ = ["FAMILY", "RANK", "register"]
+
 
 RANK = ModelTable(
     "rank",
-    [
-        ModelSpec(
-            "pl-vi",
-            f"{_MODELS}:PlackettLuceVI",
-            "Plackett-Luce with features, Gaussian posterior by variational inference",
-            ("--eta", "--method", "--max-iter", "--tol"),
-            cli_defaults={"eta": "auto"},
-        ),
-        ModelSpec(
-            "pl-map",
-            f"{_MODELS}:PlackettLuceMAP",
-            "Plackett-Luce with features, MAP (conditional logit)",
-            ("--eta", "--max-iter", "--tol"),
-        ),
-        ModelSpec(
-            "pl-mm",
-            f"{_MODELS}:PlackettLuceMM",
-            "Plackett-Luce without features, Hunter's MM (ML or Gamma-prior MAP)",
-            ("--shape", "--rate", "--max-iter", "--tol"),
-        ),
-        ModelSpec(
-            "pl-gibbs",
-            f"{_MODELS}:PlackettLuceGibbs",
-            "Plackett-Luce without features, Caron-Doucet Gibbs sampler",
-            ("--shape", "--rate", "--samples"),
-        ),
-    ],
     [
         Option(
             "--eta",
@@ -84,138 +50,105 @@ RANK = ModelTable(
 TABLES["rank"] = RANK
 
 
-def register(commands) -> None:
-    """Add the ``rank`` command to the top-level sub-parsers."""
-    rank = commands.add_parser("rank", help="scores and rankings from rankings or top choices")
-    actions = rank.add_subparsers(dest="action", required=True)
-    fit = actions.add_parser(
-        "fit",
-        help="fit a Plackett-Luce model",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        epilog=RANK.epilog(),
-    )
-    fit.add_argument("rankings", help="query,item,rank table (rank 1 = best; empty = unranked)")
-    fit.add_argument(
+def add_input_options(parser: Parser) -> None:
+    parser.add_argument(
         "--pairs-input",
         action="store_true",
         help="RANKINGS is pairwise: left,right,label (label = the preferred item)",
     )
-    fit.add_argument("--items", help="item features: an item column plus numeric columns")
-    add_output(fit, "--save", "write the fitted model here (.npz, safe format)")
-    add_output(fit, "--out", "write item scores, expected positions and top-k here")
-    fit.add_argument("--top-k", type=int, default=10, help="size of the top set (default 10)")
-    fit.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
-    fit.add_argument("--query-column", default="query")
-    fit.add_argument("--item-column", default="item")
-    fit.add_argument("--rank-column", default="rank")
-    fit.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None)
-    RANK.add_arguments(fit)
-    fit.set_defaults(handler=_rank_fit)
-
-    predict = actions.add_parser("predict", help="P(left beats right) from a saved model")
-    predict.add_argument("model", help="a model file written by `crowdbayes rank fit --save`")
-    predict.add_argument("--pairs", required=True, help="left,right table of item ids")
-    predict.add_argument("--items", help="features of the items (feature models)")
-    predict.add_argument("--item-column", default="item")
-    add_output(predict, "--out", "output: the pairs plus p_left", required=True)
-    predict.set_defaults(handler=_rank_predict)
+    add_features_option(parser, "item features: an item column plus numeric columns")
+    parser.add_argument("--query-column", default="query")
+    parser.add_argument("--rank-column", default="rank")
 
 
-def _make_model(args: argparse.Namespace, progress: bool):
-    return RANK.make(args, random_state=args.seed, progress=progress)
+def add_fit_options(parser: Parser) -> None:
+    parser.add_argument("--top-k", type=int, default=10, help="size of the top set (default 10)")
 
 
-def _load_rankings(args: argparse.Namespace, needs_features: bool) -> Rankings:
-    if needs_features and args.items is None:
-        raise CommandError(f"--model {args.model} needs item features: pass --items FILE")
-    if not needs_features and args.items is not None:
-        raise CommandError(f"--model {args.model} uses no features; drop --items")
-    items = None
-    if args.items is not None:
-        items = read_table(args.items, what="items", id_columns=(args.item_column,))
-        if args.item_column in items.columns:
-            items = items.set_index(args.item_column)
+def read(args: argparse.Namespace, model) -> Inputs:
+    from ..data.rankings import Rankings
+    from ._inputs import feature_frame
+
+    items = feature_frame(args.features, args.item_column, "items")
     if args.pairs_input:
-        return Rankings.from_pairs(args.rankings, items)
-    return Rankings(
-        args.rankings,
-        items,
-        query=args.query_column,
-        item=args.item_column,
-        rank=args.rank_column,
-    )
+        rankings = Rankings.from_pairs(args.input, items)
+    else:
+        rankings = Rankings(
+            args.input,
+            items,
+            query=args.query_column,
+            item=args.item_column,
+            rank=args.rank_column,
+        )
+    return Inputs(rankings, str(args.input))
 
 
-def _rank_fit(args: argparse.Namespace) -> None:
-    progress = show_progress(args.progress)
-    model = _make_model(args, progress)
-    rankings = _load_rankings(args, isinstance(model, FeatureModel))
-    start = time.perf_counter()
-    model.fit(rankings)
-    seconds = time.perf_counter() - start
-    table = model.rank(k=args.top_k, random_state=args.seed)
-    outputs = []
-    if args.out:
-        outputs.append((args.out, table_writer(table.rename_axis(args.item_column))))
-    if args.save:
-        outputs.append((args.save, model.save))
-    write_atomically(outputs)
-    print(_summary(model, rankings, table, seconds, args.top_k))
+def item_table(model, args: argparse.Namespace):
+    table = model.item_table(k=getattr(args, "top_k", 10), random_state=args.seed)
+    return table.rename_axis(args.item_column)
 
 
-def _summary(model, rankings: Rankings, table: pd.DataFrame, seconds: float, k: int) -> str:
-    name = type(model).__name__
+def summary(model, inputs: Inputs, seconds: float, args: argparse.Namespace, table) -> list[str]:
+    import pandas as pd
+
+    rankings = inputs.data
+    facts = model.diagnostics()
     lines = [
-        f"{name}: {rankings.n_queries} queries, {rankings.n_items} items, "
+        f"{type(model).__name__}: {rankings.n_queries} queries, {rankings.n_items} items, "
         f"{rankings.n_stages} top-queries",
-        f"fit in {seconds:.2f} s, {model.n_iter_} iterations"
-        + ("" if getattr(model, "converged_", True) else " (not converged)"),
+        f"fit in {seconds:.2f} s, {facts['iterations']} iterations"
+        + ("" if facts.get("converged", True) else " (not converged)"),
     ]
-    if isinstance(model, PlackettLuceVI):
-        lines.append(f"eta {model.eta_:.4g} (lower bound {model.lower_bound_:.2f})")
-    if isinstance(model, FeatureModel):
+    if "eta" in facts:
+        lines.append(f"eta {facts['eta']:.4g} (lower bound {facts['lower_bound']:.2f})")
+    if model.tags.features != "none":
         coef = model.coef_interval(0.9)
         with pd.option_context("display.width", 120, "display.float_format", "{:.4f}".format):
             lines.append("feature weights (mean, 90% interval):\n" + coef.to_string())
+    k = getattr(args, "top_k", 10)
     top = table[table["top_k"]].head(k)
     shown = ", ".join(str(i) for i in top.index[:10])
     lines.append(f"top {len(top)}: {shown}{' ...' if len(top) > 10 else ''}")
-    return "\n".join(lines)
+    return lines
 
 
-def _rank_predict(args: argparse.Namespace) -> None:
-    model = load(args.model)
-    if not isinstance(model, PlackettLuceModel):
-        raise CommandError(
-            f"{args.model} holds a {type(model).__name__} model, not a ranking model"
-        )
-    pairs = read_table(args.pairs, what="pairs", id_columns=("left", "right"))
-    for column in ("left", "right"):
-        if column not in pairs.columns:
-            raise ValueError(
-                f"pairs: column {column!r} is missing; got {list(map(str, pairs.columns))}"
-            )
-    items = None
-    if isinstance(model, FeatureModel):
-        if args.items is not None:
-            items = read_table(args.items, what="items", id_columns=(args.item_column,))
-            if args.item_column in items.columns:
-                items = items.set_index(args.item_column)
-    elif args.items is not None:
-        raise CommandError(f"{type(model).__name__} uses no features; drop --items")
-    left, right = _ids_like(pairs["left"], model), _ids_like(pairs["right"], model)
-    result = pairs.copy()
-    result["p_left"] = model.predict_proba(left, right, items)
-    write_atomically([(args.out, table_writer(result, index=False))])
-    print(f"wrote {len(result)} pair probabilities to {args.out}")
+def add_predict_options(parser: Parser) -> None:
+    parser.add_argument("--pairs", required=True, help="left,right table of item ids")
+    add_features_option(parser, "features of the items (feature models)")
 
 
-def _ids_like(column: pd.Series, model) -> np.ndarray:
-    """Ids read from a file are text; match the model's id type when its ids are integers."""
-    known = model.item_ids_ if hasattr(model, "item_ids_") else model._train_items.ids
-    if pd.api.types.is_integer_dtype(known) and not pd.api.types.is_integer_dtype(column):
-        try:
-            return column.astype(np.int64).to_numpy()
-        except ValueError:
-            return column.to_numpy()
-    return column.to_numpy()
+def predict(model, args: argparse.Namespace):
+    from ._common import CommandError
+    from ._inputs import feature_frame, ids_like, read_columns
+
+    pairs = read_columns(args.pairs, "pairs", ("left", "right"))
+    if args.features is not None and model.tags.features == "none":
+        raise CommandError(f"{type(model).__name__} uses no features; drop --features")
+    items = feature_frame(args.features, args.item_column, "items")
+    left = ids_like(pairs["left"], model.item_ids_)
+    right = ids_like(pairs["right"], model.item_ids_)
+    return pairs.assign(p_left=model.predict_proba(left, right, items).to_numpy())
+
+
+FAMILY = Family(
+    name="rank",
+    help="scores and rankings from rankings or top choices",
+    table=RANK,
+    input_metavar="RANKINGS",
+    input_help="query,item,rank table (rank 1 = best; empty = unranked)",
+    add_input_options=add_input_options,
+    read=read,
+    item_table=item_table,
+    summary=summary,
+    add_fit_options=add_fit_options,
+    predict=PredictVerb(
+        help="P(left beats right) from a saved model",
+        add_options=add_predict_options,
+        predict=predict,
+    ),
+)
+
+
+def register(commands) -> None:
+    """Add the ``rank`` command to the top-level sub-parsers."""
+    FAMILY.register(commands)

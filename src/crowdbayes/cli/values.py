@@ -1,28 +1,18 @@
-"""``crowdbayes values fit``: aggregate numeric answers (continuous labels)."""
+"""``crowdbayes values fit``: numeric answers (continuous labels) from many workers (the record
+of the values family)."""
 
 from __future__ import annotations
 
 import argparse
-import time
 
-import numpy as np
+from ._models import TABLES, ModelTable, Option, positive_float, positive_int
+from ._parser import Parser
+from ._record import Family, Inputs
 
-from ..data.io import read_table, table_writer, write_atomically
-from ..data.values import Values
-from ._common import show_progress
-from ._models import TABLES, ModelSpec, ModelTable, Option, positive_float, positive_int
-from ._outputs import add_output
+__all__ = ["FAMILY", "VALUES", "register"]
 
 VALUES = ModelTable(
     "values",
-    [
-        ModelSpec(
-            "bias-noise",
-            "crowdbayes.models.labels:ContinuousAggregation",
-            "true value per task, bias and noise per worker (Gaussian or Student-t), VB",
-            ("--noise", "--df", "--max-iter", "--tol"),
-        ),
-    ],
     [
         Option("--noise", "noise", "noise around truth plus bias", choices=("gaussian", "student")),
         Option("--df", "df", "degrees of freedom of Student-t noise", positive_float("--df")),
@@ -34,32 +24,19 @@ VALUES = ModelTable(
 TABLES["values"] = VALUES
 
 
-def register(commands) -> None:
-    """Add the ``values`` command to the top-level sub-parsers."""
-    values = commands.add_parser("values", help="aggregate numeric answers from many workers")
-    actions = values.add_subparsers(dest="action", required=True)
-    fit = actions.add_parser(
-        "fit",
-        help="infer each task's value and each worker's bias and noise",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        epilog=VALUES.epilog(),
-    )
-    fit.add_argument("input", help="answers file (CSV/TSV/Parquet): task,worker,value")
-    fit.add_argument("--task-column", default="task")
-    fit.add_argument("--worker-column", default="worker")
-    fit.add_argument("--value-column", default="value")
-    fit.add_argument("--duplicates", choices=["keep", "drop", "error"], default="keep")
-    fit.add_argument(
+def add_input_options(parser: Parser) -> None:
+    parser.add_argument("--task-column", default="task")
+    parser.add_argument("--worker-column", default="worker")
+    parser.add_argument("--value-column", default="value")
+    parser.add_argument("--duplicates", choices=["keep", "drop", "error"], default="keep")
+    parser.add_argument(
         "--eval-truth", help="true values (task,value) to score the result against (not used)"
     )
-    add_output(fit, "--out", "write task results (mean, sd, lower, upper) here")
-    add_output(fit, "--workers-out", "write per-worker bias and noise estimates here")
-    VALUES.add_arguments(fit)
-    fit.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None)
-    fit.set_defaults(handler=_values_fit)
 
 
-def _values_fit(args: argparse.Namespace) -> None:
+def read(args: argparse.Namespace, model) -> Inputs:
+    from ..data.values import Values
+
     values = Values(
         args.input,
         task=args.task_column,
@@ -67,20 +44,15 @@ def _values_fit(args: argparse.Namespace) -> None:
         value=args.value_column,
         duplicates=args.duplicates,
     )
-    model = VALUES.make(args, progress=show_progress(args.progress))
-    start = time.perf_counter()
-    model.fit(values)
-    seconds = time.perf_counter() - start
-    outputs = []
-    if args.out:
-        outputs.append((args.out, table_writer(model.values_)))
-    if args.workers_out:
-        outputs.append((args.workers_out, table_writer(model.worker_params_)))
-    write_atomically(outputs)
+    return Inputs(values, str(args.input))
+
+
+def summary(model, inputs: Inputs, seconds: float, args: argparse.Namespace, table) -> list[str]:
+    values = inputs.data
     workers = model.worker_params_
     converged = "converged" if model.converged_ else "not converged"
     lines = [
-        f"{type(model).__name__} ({model.noise} noise) on {args.input}: {values.n_values} "
+        f"{type(model).__name__} ({model.noise} noise) on {inputs.source}: {values.n_values} "
         f"values, {values.n_tasks} tasks, {values.n_workers} workers",
         f"fit in {seconds:.2f} s: {model.n_iter_} iterations, {converged}",
         f"workers     bias median {workers['bias'].median():.4g} "
@@ -91,11 +63,16 @@ def _values_fit(args: argparse.Namespace) -> None:
     ]
     if args.eval_truth is not None:
         lines.append(_score_line(model, args))
-    print("\n".join(lines))
+    return lines
 
 
 def _score_line(model, args: argparse.Namespace) -> str:
     """Error and interval coverage against known true values."""
+    import numpy as np
+
+    from ..data.io import read_table
+    from ..data.values import Values
+
     table = read_table(args.eval_truth, what="eval-truth", id_columns=(args.task_column,))
     truth = Values(
         table.assign(_worker="truth"),
@@ -114,3 +91,22 @@ def _score_line(model, args: argparse.Namespace) -> str:
         f"against truth on {len(true)} tasks: RMSE {np.sqrt(np.mean(error**2)):.4g}, "
         f"MAE {np.mean(np.abs(error)):.4g}, interval coverage {covered.mean():.3f}"
     )
+
+
+FAMILY = Family(
+    name="values",
+    help="aggregate numeric answers from many workers",
+    table=VALUES,
+    input_metavar="INPUT",
+    input_help="answers file (CSV/TSV/Parquet): task,worker,value",
+    add_input_options=add_input_options,
+    read=read,
+    item_table=lambda model, args: model.task_table(),
+    summary=summary,
+    worker_table=lambda model: model.worker_table().reset_index(),
+)
+
+
+def register(commands) -> None:
+    """Add the ``values`` command to the top-level sub-parsers."""
+    FAMILY.register(commands)

@@ -1,20 +1,18 @@
-"""Data containers: validated once, integer-encoded once."""
+"""Data containers: validated once, integer-encoded once.
 
-from .comparisons import Comparisons, as_comparisons
-from .labels import Labels, as_labels
-from .links import Links, as_links
-from .rankings import Rankings, as_rankings
-from .values import Values, as_values
+The containers are imported on first use (PEP 562), so that importing one of them, or this
+package, does not import the others.
+"""
 
-__all__ = [
-    "Labels",
-    "as_labels",
-    "Rankings",
-    "as_rankings",
-    "Comparisons",
-    "as_comparisons",
-    "Links",
-    "as_links",
-    "Values",
-    "as_values",
-]
+from .._utils import lazy_exports
+
+__all__, __getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        ".labels": ("Labels", "as_labels"),
+        ".rankings": ("Rankings", "as_rankings"),
+        ".comparisons": ("Comparisons", "as_comparisons"),
+        ".links": ("Links", "as_links"),
+        ".values": ("Values", "as_values"),
+    },
+)

@@ -16,7 +16,7 @@ import pandas as pd
 
 from ..exceptions import DataWarning
 from .features import FeatureTable, read_features
-from .io import TableLike, read_table
+from .io import TableLike, read_table_rows
 from .validate import reject_missing, require_columns, show_values
 
 __all__ = ["Comparisons", "as_comparisons", "TIE", "ANONYMOUS_WORKER"]
@@ -110,13 +110,13 @@ class Comparisons:
         what = "comparisons"
         if ties not in _TIE_POLICIES:
             raise ValueError(f"ties must be one of {_TIE_POLICIES}; got {ties!r}")
-        df = read_table(data, what=what, id_columns=(worker, left, right, label))
+        df, rows = read_table_rows(data, what=what, id_columns=(worker, left, right, label))
         anonymous = worker not in df.columns and worker == "worker"
         columns = (left, right, label) if anonymous else (worker, left, right, label)
         require_columns(df, columns, what)
         if len(df) == 0:
             raise ValueError(f"{what}: the table is empty (0 rows)")
-        reject_missing(df, columns, what)
+        reject_missing(df, columns, what, rows)
 
         left_values = df[left].to_numpy()
         right_values = df[right].to_numpy()
@@ -125,7 +125,7 @@ class Comparisons:
         if same.size:
             raise ValueError(
                 f"{what}: {same.size} row(s) compare an item with itself "
-                f"(first at row {same[0]}: {left_values[same[0]]!r})"
+                f"(first at {rows.one(same[0])}: {left_values[same[0]]!r})"
             )
         left_won = label_values == left_values
         right_won = label_values == right_values
@@ -134,13 +134,14 @@ class Comparisons:
         if bad.size:
             raise ValueError(
                 f"{what}: {bad.size} label(s) are neither the left item, the right item nor "
-                f"{TIE!r}: {show_values(pd.unique(label_values[bad]))} (first at row {bad[0]})"
+                f"{TIE!r}: {show_values(pd.unique(label_values[bad]))} "
+                f"(first at {rows.one(bad[0])})"
             )
         if tied.any() and ties != "keep":
             if ties == "error":
                 raise ValueError(
-                    f"{what}: {int(tied.sum())} row(s) are ties ({TIE!r}; first at row "
-                    f"{int(np.argmax(tied))}); pass ties='keep' or ties='drop'"
+                    f"{what}: {int(tied.sum())} row(s) are ties ({TIE!r}; first at "
+                    f"{rows.one(np.argmax(tied))}); pass ties='keep' or ties='drop'"
                 )
             warnings.warn(
                 f"{what}: dropped {int(tied.sum())} tie(s) ({TIE!r}) of {len(df)} rows",

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 
 from ..persistence import persistable
-from .io import TableLike, read_table
+from .io import TableLike, read_table_rows
 from .validate import show_values
 
 __all__ = ["FeatureTable", "read_features"]
@@ -88,7 +88,7 @@ def read_features(
     if isinstance(source, FeatureTable):
         return source
     is_frame = isinstance(source, pd.DataFrame)
-    df = read_table(source, what=what, id_columns=(id_column,), also=also)
+    df, rows = read_table_rows(source, what=what, id_columns=(id_column,), also=also)
     if id_column in df.columns:
         df = df.set_index(id_column)
     elif not is_frame:
@@ -100,7 +100,8 @@ def read_features(
     if df.shape[1] == 0:
         raise ValueError(f"{what}: the feature table has no feature columns")
     if df.index.hasnans:
-        raise ValueError(f"{what}: {int(df.index.isna().sum())} row(s) have a missing id")
+        missing = np.flatnonzero(df.index.isna())
+        raise ValueError(f"{what}: {missing.size} row(s) have a missing id ({rows.some(missing)})")
     repeated = df.index[df.index.duplicated()]
     if len(repeated):
         raise ValueError(

@@ -1,8 +1,10 @@
 """Reading user tables from DataFrames or CSV/Parquet paths, and writing result tables.
 
 The public reading and writing helpers of every command and container: :func:`read_table`
-(DataFrame, CSV/TSV, optionally compressed, or Parquet), :func:`table_writer` and
-:func:`write_atomically` (several outputs all-or-nothing, from :mod:`crowdbayes.persistence`).
+(DataFrame, CSV/TSV, optionally compressed, or Parquet), :func:`read_table_rows` (the same, with
+the :class:`~crowdbayes.data.validate.RowNames` that messages name its rows by),
+:func:`table_writer` and :func:`write_atomically` (several outputs all-or-nothing, from
+:mod:`crowdbayes.persistence`).
 """
 
 from __future__ import annotations
@@ -15,8 +17,15 @@ import pandas as pd
 
 from ..persistence import write_atomically
 from .sniff import TABLE_FORMATS, sniff_table
+from .validate import POSITIONS, RowNames
 
-__all__ = ["TableLike", "read_table", "table_writer", "write_atomically"]
+__all__ = [
+    "TableLike",
+    "read_table",
+    "read_table_rows",
+    "table_writer",
+    "write_atomically",
+]
 
 TableLike = pd.DataFrame | str | os.PathLike
 
@@ -24,18 +33,29 @@ TableLike = pd.DataFrame | str | os.PathLike
 def read_table(
     source: TableLike, *, what: str, id_columns: Sequence[str] = (), also: str = ""
 ) -> pd.DataFrame:
-    """Return ``source`` as a DataFrame. A path is read as Parquet when its content is Parquet
-    (or its name ends in ``.parquet``/``.pq``), else as CSV (``.tsv``/``.tab``, compressed or
-    not, tab-separated), gzip-compressed or not; a UTF-8 byte-order mark, Windows line endings
-    and quoted fields are read as usual.
+    """Return ``source`` as a DataFrame (:func:`read_table_rows` without the row names).
+
+    A path is read as Parquet when its content is Parquet (or its name ends in
+    ``.parquet``/``.pq``), else as CSV (``.tsv``/``.tab``, compressed or not, tab-separated),
+    gzip-compressed or not; a UTF-8 byte-order mark, Windows line endings and quoted fields are
+    read as usual.
 
     Identifier columns are read as strings from CSV so that ids such as ``0001`` survive. A
     file that is not a table (a NumPy array, a spreadsheet, other binary data), an empty file
     and a header without rows are refused with one line naming the file and the formats
     accepted (``also`` adds one the caller accepts besides tables, e.g. ``a .npy array``).
     """
+    return read_table_rows(source, what=what, id_columns=id_columns, also=also)[0]
+
+
+def read_table_rows(
+    source: TableLike, *, what: str, id_columns: Sequence[str] = (), also: str = ""
+) -> tuple[pd.DataFrame, RowNames]:
+    """:func:`read_table`, and the :class:`~crowdbayes.data.validate.RowNames` by which messages
+    name the table's rows: their positions for a DataFrame or a Parquet file, their lines for a
+    CSV/TSV file."""
     if isinstance(source, pd.DataFrame):
-        return source
+        return source, POSITIONS
     if not isinstance(source, (str, os.PathLike)):
         raise TypeError(
             f"{what}: expected a pandas DataFrame or a path to a CSV/Parquet file; "
@@ -48,12 +68,12 @@ def read_table(
         raise ValueError(f"{what}: {path} is a directory; give a file ({TABLE_FORMATS})")
     kind = sniff_table(path, what=what, also=also)
     if kind == "parquet":
-        table = _read_parquet(path, what)
+        table, rows = _read_parquet(path, what), POSITIONS
     else:
-        table = _read_text(path, what, id_columns, "gzip" if kind == "gzip" else "infer")
+        table, rows = _read_text(path, what, id_columns, "gzip" if kind == "gzip" else "infer")
     if len(table) == 0:
         raise ValueError(f"{what}: {path} has a header but no rows")
-    return table
+    return table, rows
 
 
 def _read_parquet(path: Path, what: str) -> pd.DataFrame:
@@ -69,14 +89,21 @@ def _read_parquet(path: Path, what: str) -> pd.DataFrame:
         ) from None
 
 
-def _read_text(path: Path, what: str, id_columns: Sequence[str], compression: str) -> pd.DataFrame:
+def _read_text(
+    path: Path, what: str, id_columns: Sequence[str], compression: str
+) -> tuple[pd.DataFrame, RowNames]:
     name = path.name.lower()
     sep = "\t" if name.endswith((".tsv", ".tab")) or ".tsv." in name else ","
-    options = dict(sep=sep, compression=compression, encoding="utf-8-sig")
+    # RowNames finds the line of each row by splitting the file as this reader does (the C
+    # reader, which skips blank and whitespace-only lines)
+    options = dict(
+        sep=sep, compression=compression, encoding="utf-8-sig", engine="c", skip_blank_lines=True
+    )
     try:
         header = pd.read_csv(path, nrows=0, **options).columns
         dtype = {c: str for c in id_columns if c in header}
-        return pd.read_csv(path, dtype=dtype, keep_default_na=True, **options)
+        table = pd.read_csv(path, dtype=dtype, keep_default_na=True, **options)
+        return table, RowNames(path, sep=sep, compression=compression)
     except pd.errors.EmptyDataError:
         raise ValueError(f"{what}: {path} is empty") from None
     except (pd.errors.ParserError, UnicodeDecodeError, EOFError, OSError) as err:

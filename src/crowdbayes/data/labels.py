@@ -5,24 +5,22 @@ from __future__ import annotations
 import warnings
 from collections.abc import Mapping, Sequence
 from functools import cached_property
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
-import scipy.sparse as sp
 
 from ..exceptions import DataWarning
-from .io import TableLike, read_table
-from .validate import show_id
+from .io import TableLike, read_table_rows
+from .validate import reject_missing, require_columns, show_id
+from .validate import show_values as _show
+
+if TYPE_CHECKING:
+    import scipy.sparse as sp
 
 __all__ = ["Labels", "LabelBlock"]
 
 _DUPLICATE_POLICIES = ("keep", "drop", "error")
-
-
-def _show(values: Sequence, limit: int = 5) -> str:
-    values = [v.item() if isinstance(v, np.generic) else v for v in values]
-    shown = ", ".join(repr(v) for v in values[:limit])
-    return f"[{shown}{', ...' if len(values) > limit else ''}]"
 
 
 def _sorted_classes(values: np.ndarray) -> list:
@@ -30,22 +28,6 @@ def _sorted_classes(values: np.ndarray) -> list:
         return sorted(values.tolist())
     except TypeError:  # mixed types: order by their text
         return sorted(values.tolist(), key=str)
-
-
-def _require_columns(df: pd.DataFrame, columns: Sequence[str], what: str) -> None:
-    for col in columns:
-        if col not in df.columns:
-            raise ValueError(f"{what}: column {col!r} is missing; got {list(map(str, df.columns))}")
-
-
-def _reject_missing(df: pd.DataFrame, columns: Sequence[str], what: str) -> None:
-    for col in columns:
-        missing = np.flatnonzero(df[col].isna().to_numpy())
-        if missing.size:
-            raise ValueError(
-                f"{what}: column {col!r} has {missing.size} missing value(s) "
-                f"(row(s) {_show(missing.tolist())})"
-            )
 
 
 def _duplicate_policy(
@@ -208,6 +190,8 @@ class LabelBlock:
         Every sum over labels in the label models is a product with this matrix: the E-step is
         ``A @ log_confusion`` and the M-step statistics are ``A.T @ responsibilities``.
         """
+        import scipy.sparse as sp  # here: a Labels (or a majority vote) needs no SciPy
+
         k = self.n_classes
         columns = self.worker_codes * k + self.label_codes
         data = np.ones(self.n_labels, dtype=np.float64)
@@ -243,7 +227,15 @@ class LabelBlock:
 
         One pass over the count matrix's rows (its columns ``j·K + x`` sorted within a row, so
         a worker's columns are adjacent): a worker is new where the worker code changes. With
-        distinct task–worker pairs (``pairs_distinct``) every entry is a worker of its own."""
+        distinct task–worker pairs (``pairs_distinct``) every entry is a worker of its own.
+        Before the matrix is built (a majority vote never needs it), the same counts come from
+        the codes instead, without SciPy."""
+        if "count_matrix" not in self.__dict__ and self.label_codes is not None:
+            tasks = self.task_codes
+            if not self.pairs_distinct:
+                pairs = np.unique(tasks.astype(np.int64) * self.n_workers + self.worker_codes)
+                tasks = pairs // self.n_workers
+            return np.bincount(tasks, minlength=self.n_tasks).astype(np.int64)
         matrix = self.count_matrix
         if self.pairs_distinct:
             return np.diff(matrix.indptr).astype(np.int64)
@@ -339,11 +331,11 @@ class Labels(LabelBlock):
         what = "labels"
         if not isinstance(ordered, (bool, np.bool_)):
             raise TypeError(f"ordered must be True or False; got {ordered!r}")
-        df = read_table(data, what=what, id_columns=(task, worker))
-        _require_columns(df, (task, worker, label), what)
+        df, rows = read_table_rows(data, what=what, id_columns=(task, worker))
+        require_columns(df, (task, worker, label), what)
         if len(df) == 0:
             raise ValueError(f"{what}: the table is empty (0 rows)")
-        _reject_missing(df, (task, worker, label), what)
+        reject_missing(df, (task, worker, label), what, rows)
         if duplicates not in _DUPLICATE_POLICIES:
             raise ValueError(f"duplicates must be one of {_DUPLICATE_POLICIES}; got {duplicates!r}")
         task_codes, tasks = pd.factorize(df[task], sort=False)
@@ -354,6 +346,7 @@ class Labels(LabelBlock):
         df = df[[task, worker, label]] if keep is None else df.loc[keep, [task, worker, label]]
         if keep is not None:
             task_codes, worker_codes = task_codes[keep], worker_codes[keep]
+            rows = rows.kept(keep)
 
         gold_series = None if gold is None else self._read_gold(gold, task, label)
 
@@ -378,7 +371,7 @@ class Labels(LabelBlock):
             bad = pd.unique(label_values[unknown])
             raise ValueError(
                 f"{what}: {unknown.size} label(s) are not among the declared classes "
-                f"{list(class_index)}: {_show(bad)} (first at row {unknown[0]})"
+                f"{list(class_index)}: {_show(bad)} (first at {rows.one(unknown[0])})"
             )
         if declared is None:
             _warn_rare_classes(label_codes, class_index, what)
@@ -407,9 +400,9 @@ class Labels(LabelBlock):
         if isinstance(gold, pd.Series):
             series = gold
         else:
-            df = read_table(gold, what="gold", id_columns=(task,))
-            _require_columns(df, (task, label), "gold")
-            _reject_missing(df, (task, label), "gold")
+            df, rows = read_table_rows(gold, what="gold", id_columns=(task,))
+            require_columns(df, (task, label), "gold")
+            reject_missing(df, (task, label), "gold", rows)
             series = df.set_index(task)[label]
         if series.isna().any():
             raise ValueError(f"gold: {int(series.isna().sum())} task(s) have a missing gold label")

@@ -16,8 +16,8 @@ import pandas as pd
 
 from ..exceptions import DataWarning
 from .features import FeatureTable, read_features
-from .io import TableLike, read_table
-from .validate import reject_missing, require_columns, show_id, show_values
+from .io import TableLike, read_table_rows
+from .validate import RowNames, reject_missing, require_columns, show_id, show_values
 
 __all__ = ["Links", "as_links"]
 
@@ -91,12 +91,12 @@ class Links:
         what = "links"
         if duplicates not in _DUPLICATE_POLICIES:
             raise ValueError(f"duplicates must be one of {_DUPLICATE_POLICIES}; got {duplicates!r}")
-        df = read_table(data, what=what, id_columns=(worker, left, right))
+        df, rows = read_table_rows(data, what=what, id_columns=(worker, left, right))
         require_columns(df, (worker, left, right, label), what)
         if len(df) == 0:
             raise ValueError(f"{what}: the table is empty (0 rows)")
-        reject_missing(df, (worker, left, right, label), what)
-        labels = _binary_labels(df[label], label)
+        reject_missing(df, (worker, left, right, label), what, rows)
+        labels = _binary_labels(df[label], label, rows)
 
         left_values, right_values = df[left].to_numpy(), df[right].to_numpy()
         if left_values.dtype != right_values.dtype:  # keep 1 and "1" apart when stacking
@@ -106,7 +106,8 @@ class Links:
             row = int(self_links[0])
             raise ValueError(
                 f"{what}: {self_links.size} row(s) link an item to itself (first: item "
-                f"{show_id(left_values[row])} at row {row}); a pair needs two different items"
+                f"{show_id(left_values[row])} at {rows.one(row)}); a pair needs two different "
+                "items"
             )
 
         self.observations: np.ndarray | None = None
@@ -123,13 +124,13 @@ class Links:
             unobserved = np.flatnonzero(codes < 0)
             if unobserved.size:
                 n_rows = len(df)
-                rows = np.unique(unobserved % n_rows)
+                unlinked = np.unique(unobserved % n_rows)
                 first = int(unobserved[0])
                 value = np.concatenate([left_values, right_values])[first]
                 raise ValueError(
-                    f"{what}: {rows.size} row(s) link an item that has no observation (first: "
-                    f"item {show_id(value)} at row {first % n_rows}); every linked item "
-                    "needs a row in the observations"
+                    f"{what}: {unlinked.size} row(s) link an item that has no observation "
+                    f"(first: item {show_id(value)} at {rows.one(first % n_rows)}); every linked "
+                    "item needs a row in the observations"
                 )
         n_rows = len(df)
         left_codes = codes[:n_rows].astype(np.int64)
@@ -138,7 +139,7 @@ class Links:
         worker_codes = worker_codes.astype(np.int64)
 
         keep = _duplicate_policy(
-            worker_codes, left_codes, right_codes, labels, len(self.item_ids), duplicates
+            worker_codes, left_codes, right_codes, labels, len(self.item_ids), duplicates, rows
         )
         if keep is not None:
             worker_codes, left_codes = worker_codes[keep], left_codes[keep]
@@ -204,7 +205,7 @@ def as_links(data: Links | TableLike, **kwargs) -> Links:
 
 
 # ------------------------------------------------------------------------------------ helpers
-def _binary_labels(column: pd.Series, name: str) -> np.ndarray:
+def _binary_labels(column: pd.Series, name: str, rows: RowNames) -> np.ndarray:
     """0/1 labels (booleans and the numbers 0.0/1.0 count); anything else is refused."""
     values = column.to_numpy()
     if values.dtype == bool:
@@ -215,7 +216,7 @@ def _binary_labels(column: pd.Series, name: str) -> np.ndarray:
         shown = show_values(pd.unique(values[bad]).tolist())
         raise ValueError(
             f"links: column {name!r} must hold 1 (must-link) or 0 (cannot-link); "
-            f"{bad.size} row(s) hold other values: {shown} (first at row {int(bad[0])})"
+            f"{bad.size} row(s) hold other values: {shown} (first at {rows.one(bad[0])})"
         )
     return numeric.astype(np.int8)
 
@@ -252,6 +253,7 @@ def _duplicate_policy(
     labels: np.ndarray,
     n_items: int,
     policy: str,
+    rows: RowNames,
 ) -> np.ndarray | None:
     """Apply the duplicates policy to rows in which a worker repeats an unordered pair.
 
@@ -270,7 +272,7 @@ def _duplicate_policy(
     contradicted_keys = contradicted_keys.index[contradicted_keys.to_numpy() > 1].to_numpy()
     contradicted = np.isin(key, contradicted_keys)
     first = int(np.argmax(repeated))
-    where = f"(first at row {first})"
+    where = f"(first at {rows.one(first)})"
     summary = (
         f"{n_extra} row(s) repeat a pair already judged by the same worker {where}; "
         f"{contradicted_keys.size} pair(s) got contradictory labels from one worker"

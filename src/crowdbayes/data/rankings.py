@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from .features import FeatureTable, read_features
-from .io import TableLike, read_table
+from .io import TableLike, read_table_rows
 from .validate import reject_missing, require_columns, show_id, show_values
 
 __all__ = ["Rankings", "as_rankings"]
@@ -64,14 +64,14 @@ class Rankings:
         worker: str = "worker",
     ) -> None:
         what = "rankings"
-        df = read_table(data, what=what, id_columns=(query, item, worker))
+        df, rows = read_table_rows(data, what=what, id_columns=(query, item, worker))
         require_columns(df, (query, item, rank), what)
         if len(df) == 0:
             raise ValueError(f"{what}: the table is empty (0 rows)")
-        reject_missing(df, (query, item), what)
+        reject_missing(df, (query, item), what, rows)
         has_worker = worker in df.columns
         if has_worker:
-            reject_missing(df, (worker,), what)
+            reject_missing(df, (worker,), what, rows)
 
         query_codes, self.query_ids = pd.factorize(df[query], sort=False)
         item_codes, self.item_ids = pd.factorize(df[item], sort=False)
@@ -257,11 +257,11 @@ class Rankings:
         rankings of two. A tie (``label == "equal"``) has no Plackett–Luce likelihood and is
         refused, as is a label that is neither item of its pair."""
         what = "pairs"
-        df = read_table(data, what=what, id_columns=(left, right, label, worker))
+        df, rows = read_table_rows(data, what=what, id_columns=(left, right, label, worker))
         require_columns(df, (left, right, label), what)
         if len(df) == 0:
             raise ValueError(f"{what}: the table is empty (0 rows)")
-        reject_missing(df, (left, right, label), what)
+        reject_missing(df, (left, right, label), what, rows)
         ties = _equal_ids(df[label], "equal")
         if ties.any():
             raise ValueError(
@@ -275,7 +275,7 @@ class Rankings:
             row = int(np.argmax(neither))
             raise ValueError(
                 f"{what}: {int(neither.sum())} label(s) name neither item of their pair "
-                f"(first: row {row}, label {show_id(df[label].iloc[row])})"
+                f"(first: {rows.one(row)}, label {show_id(df[label].iloc[row])})"
             )
         same = _equal_ids(df[left], df[right])
         if same.any():

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .io import TableLike, read_table
+from .io import TableLike, read_table_rows
 from .labels import _DUPLICATE_POLICIES, _duplicate_policy
-from .validate import reject_missing, require_columns, show_values
+from .validate import RowNames, reject_missing, require_columns, show_values
 
 __all__ = ["Values", "as_values"]
 
@@ -50,14 +50,14 @@ class Values:
         duplicates: str = "keep",
     ) -> None:
         what = "values"
-        df = read_table(data, what=what, id_columns=(task, worker))
+        df, rows = read_table_rows(data, what=what, id_columns=(task, worker))
         require_columns(df, (task, worker, value), what)
         if len(df) == 0:
             raise ValueError(f"{what}: the table is empty (0 rows)")
-        reject_missing(df, (task, worker, value), what)
+        reject_missing(df, (task, worker, value), what, rows)
         if duplicates not in _DUPLICATE_POLICIES:
             raise ValueError(f"duplicates must be one of {_DUPLICATE_POLICIES}; got {duplicates!r}")
-        numbers = _numeric_column(df[value], value, what)
+        numbers = _numeric_column(df[value], value, what, rows)
         task_codes, tasks = pd.factorize(df[task], sort=False)
         worker_codes, workers = pd.factorize(df[worker], sort=False)
         keep, _ = _duplicate_policy(task_codes, worker_codes, tasks, workers, duplicates, what)
@@ -106,7 +106,7 @@ class Values:
         )
 
 
-def _numeric_column(column: pd.Series, name: str, what: str) -> np.ndarray:
+def _numeric_column(column: pd.Series, name: str, what: str, rows: RowNames) -> np.ndarray:
     """The column as floats; text that is not a number, booleans and infinite values are
     refused with the column, the count and the first rows (and values) named."""
     if pd.api.types.is_bool_dtype(column):
@@ -116,14 +116,13 @@ def _numeric_column(column: pd.Series, name: str, what: str) -> np.ndarray:
     if bad.size:
         raise ValueError(
             f"{what}: column {name!r} has {bad.size} value(s) that are not numbers "
-            f"(row(s) {show_values(bad.tolist())}: {show_values(column.iloc[bad[:5]].tolist())})"
+            f"({rows.some(bad)}: {show_values(column.iloc[bad[:5]].tolist())})"
         )
     array = numbers.to_numpy(dtype=np.float64)
     infinite = np.flatnonzero(~np.isfinite(array))
     if infinite.size:
         raise ValueError(
-            f"{what}: column {name!r} has {infinite.size} infinite value(s) "
-            f"(row(s) {show_values(infinite.tolist())})"
+            f"{what}: column {name!r} has {infinite.size} infinite value(s) ({rows.some(infinite)})"
         )
     return array
 

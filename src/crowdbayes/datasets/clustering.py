@@ -21,8 +21,6 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-import scipy.sparse as sp
-from scipy.sparse.csgraph import connected_components
 
 from .._utils import RandomState, as_generator
 from ..data.links import Links
@@ -249,6 +247,9 @@ def task_groupings(links: pd.DataFrame, task: str = "task") -> pd.Series:
 
     Returns a Series of group numbers indexed by ``(task, item)``.
     """
+    import scipy.sparse as sp
+    from scipy.sparse.csgraph import connected_components
+
     parts = []
     for task_id, block in links.groupby(task, sort=True):
         codes, items = pd.factorize(np.concatenate([block["left"], block["right"]]))

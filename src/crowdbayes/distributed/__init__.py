@@ -2,7 +2,8 @@
 results as in memory.
 
 Needs the ``dask`` extra (``pip install 'crowdbayes[dask]'``); ``import crowdbayes`` never
-imports Dask. See :func:`fit_distributed`, :func:`fit_rankings_distributed` (PlackettLuceVI),
+imports Dask, and neither does ``import crowdbayes.distributed``: Dask is imported when a fit
+runs. See :func:`fit_distributed`, :func:`fit_rankings_distributed` (PlackettLuceVI),
 :func:`fit_links_distributed` (LinkClustering's VB), and
 :mod:`crowdbayes.inference.statistics` for the sufficient-statistics interface that makes one
 model serve both backends.
@@ -10,23 +11,26 @@ model serve both backends.
 
 from __future__ import annotations
 
-try:
-    import dask  # noqa: F401
+import importlib.util
 
-    import distributed  # noqa: F401
-except ImportError as err:  # pragma: no cover - depends on the environment
-    raise ImportError("crowdbayes.distributed needs Dask: pip install 'crowdbayes[dask]'") from err
+from .._utils import lazy_exports
 
-from ._fit import DistributedFit, cluster_client, fit_distributed
-from ._links import fit_links_distributed
-from ._partitions import parquet_files
-from ._rankings import fit_rankings_distributed
+__all__, _export, __dir__ = lazy_exports(
+    __name__,
+    {
+        "._fit": ("fit_distributed", "DistributedFit", "cluster_client"),
+        "._rankings": ("fit_rankings_distributed",),
+        "._links": ("fit_links_distributed",),
+        "._partitions": ("parquet_files",),
+    },
+)
 
-__all__ = [
-    "fit_distributed",
-    "fit_rankings_distributed",
-    "fit_links_distributed",
-    "DistributedFit",
-    "cluster_client",
-    "parquet_files",
-]
+
+def __getattr__(name: str):
+    # the install hint comes with the first name taken from the package, as it came with the
+    # import when the package imported Dask; find_spec looks for Dask without importing it
+    if name in __all__ and not all(
+        importlib.util.find_spec(module) for module in ("dask", "distributed")
+    ):
+        raise ImportError("crowdbayes.distributed needs Dask: pip install 'crowdbayes[dask]'")
+    return _export(name)

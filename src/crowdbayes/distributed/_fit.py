@@ -10,11 +10,9 @@ import uuid
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pandas as pd
-from dask import delayed
-
-from distributed import Client, LocalCluster
 
 from ..inference.statistics import add_stats, iterate_statistics
 from ..models.labels.statistics import StatsLabelModel
@@ -30,6 +28,9 @@ from ._partitions import (
     partition_vocabulary,
     read_parquet_partition,
 )
+
+if TYPE_CHECKING:
+    from distributed import Client
 
 __all__ = ["fit_distributed", "DistributedFit", "cluster_client"]
 
@@ -68,6 +69,8 @@ def cluster_client(
     """Yield ``client``, a client of the scheduler at ``scheduler`` (``tcp://host:port``), or
     one of a new ``LocalCluster`` of ``n_workers`` single-threaded worker processes; whatever
     this opened is closed on exit."""
+    from distributed import Client, LocalCluster
+
     if client is not None:
         yield client
         return
@@ -101,6 +104,8 @@ def _load_parquet(path, name: str, columns: Columns):
 
 def _tree_sum(items: list, fan_in: int):
     """Sum statistics in a tree of ``add_stats`` tasks (depth log_fan_in of the partitions)."""
+    from dask import delayed
+
     while len(items) > 1:
         items = [
             delayed(add_stats, pure=True)(*items[i : i + fan_in])
@@ -112,6 +117,7 @@ def _tree_sum(items: list, fan_in: int):
 def _sources(source, columns: Columns) -> list[tuple[str, object]]:
     """(name, delayed checked DataFrame) per partition of a Dask DataFrame or Parquet files."""
     import dask.dataframe as dd
+    from dask import delayed
 
     if isinstance(source, dd.DataFrame):
         parts = source.to_delayed()
@@ -134,6 +140,8 @@ def _sources(source, columns: Columns) -> list[tuple[str, object]]:
 def _share(name: str, value):
     """``value`` as one key of the task graph (not scattered data): Dask ships it to the workers
     that need it and, if the worker holding it dies, recomputes it like any other task."""
+    from dask import delayed
+
     return delayed(value, name=f"{name}-{uuid.uuid4().hex}", traverse=False)
 
 
@@ -163,6 +171,7 @@ def _check_grouped(
     every id's partitions with a distributed ``value_counts`` of the per-partition distinct ids
     (used when the partitions' id ranges overlap, e.g. hash-partitioned files)."""
     import dask.dataframe as dd
+    from dask import delayed
 
     ids = dd.from_delayed(
         [delayed(_unique_tasks, pure=True)(f, column) for f in frames],
@@ -275,6 +284,8 @@ def fit_distributed(
         ``on_iteration(iteration, objective, seconds)`` after each pass (1-based), the last
         one included (progress reports, tests).
     """
+    from dask import delayed
+
     if not isinstance(model, StatsLabelModel):
         raise TypeError(
             f"{type(model).__name__} has no sufficient-statistics form; the distributed backend "
@@ -300,10 +311,10 @@ def fit_distributed(
             ],
         )
         vocabulary = merge_vocabularies(parts, declared, gold)
-        if vocabulary.n_workers < model.min_workers:
+        if vocabulary.n_workers < model.tags.min_workers:
             raise ValueError(
                 f"{type(model).__name__} learns each worker's reliability and needs labels from "
-                f"at least {model.min_workers} workers; got {vocabulary.n_workers}"
+                f"at least {model.tags.min_workers} workers; got {vocabulary.n_workers}"
             )
         frames = [frame for _, frame in sources]
         names = [name for name, _ in sources]

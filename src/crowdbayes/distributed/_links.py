@@ -22,12 +22,10 @@ This is the in-memory sweep's arithmetic summed in a different order, so the pos
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
-from dask import delayed
-
-from distributed import Client
 
 from .._utils import spawn_generators
 from ..data.links import Links
@@ -43,6 +41,9 @@ from ..models.clustering.link_vb import (
 )
 from ._fit import _compute, _share, cluster_client
 from ._partitions import parquet_files
+
+if TYPE_CHECKING:
+    from distributed import Client
 
 __all__ = ["fit_links_distributed"]
 
@@ -202,6 +203,7 @@ def _put(client: Client, name: str, value):
 def _sources(source, columns: dict) -> list[tuple[str, object]]:
     """(name, delayed Links or None) per partition of a Dask DataFrame or of Parquet files."""
     import dask.dataframe as dd
+    from dask import delayed
 
     if isinstance(source, dd.DataFrame):
         names = [f"partition {i}" for i in range(source.npartitions)]
@@ -229,6 +231,7 @@ def _check_repeats(
     """Refuse a worker judging the same pair in two partitions (within one, :class:`Links`
     refuses it): a distributed count of the ``(worker, pair)`` keys."""
     import dask.dataframe as dd
+    from dask import delayed
 
     dtype = np.int64 if n_workers * n_items**2 < 2**62 else object
     keys = dd.from_delayed(

@@ -15,7 +15,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..data.labels import LabelBlock, _show
+from ..data.labels import LabelBlock
+from ..data.validate import show_values as _show
 from ..models.labels.statistics import LabelIds
 
 __all__ = [

@@ -14,12 +14,10 @@ the statistics and runs the same global update and stopping rule as the in-memor
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
-from dask import delayed
-
-from distributed import Client
 
 from ..data.features import FeatureTable, read_features
 from ..data.rankings import Rankings
@@ -36,6 +34,9 @@ from ..models.plackett_luce.vi import (
 )
 from ._fit import _check_grouped, _share, cluster_client
 from ._partitions import parquet_files
+
+if TYPE_CHECKING:
+    from distributed import Client
 
 __all__ = ["fit_rankings_distributed"]
 
@@ -144,6 +145,8 @@ def fit_rankings_distributed(
     grouped : bool
         Skip the shuffle: every query's rows are already in one partition (checked).
     """
+    from dask import delayed
+
     if not isinstance(model, PlackettLuceVI):
         raise TypeError(f"fit_rankings_distributed fits PlackettLuceVI; got {type(model).__name__}")
     eta = model.check_bound_params()

@@ -18,119 +18,70 @@ Modules, from the bottom up:
 - :mod:`.questions` — the value of asking for one more comparison (BALD, uncertainty).
 
 Nothing here imports a model family; the families under :mod:`crowdbayes.models` build on it.
+The names below are imported from their modules on first use (PEP 562), so that importing the
+package, or one module of it, does not import SciPy's optimisers with every other module.
 """
 
-from .ep import (
-    EPResult,
-    ep_gradient_weights,
-    ep_log_marginal,
-    expectation_propagation,
-    initial_sites,
-    parallel_ep,
-    site_log_normalisers,
-)
-from .factors import (
-    GammaFactor,
-    GaussianFactor,
-    gaussian_prior_kl,
-    learning_rate,
-    natural_gradient_step,
-    quadratic_rows,
-)
-from .inducing import InducingProjection
-from .laplace import LaplaceResult, laplace_approximation
-from .likelihood import (
-    PairCounts,
-    difference_scale,
-    log_likelihood_terms,
-    pair_probabilities,
-    probit_terms,
-    tilted_moments,
-)
-from .linearised import beta_noise_variance, expected_linear_loglik, probit_linearisation
-from .pairs import TIE_POLICIES, EncodedPairs, encode_pairs, kept_comparisons
-from .posterior import LatentPosterior
-from .prior import make_item_kernel
-from .problem import PreferenceProblem, UtilityFit, linearised_bound
-from .questions import (
-    INFORMATION_VALUED,
-    PAIR_QUESTION_VALUES,
-    answer_probability,
-    pair_question_values,
-    probit_information_gain,
-    question_order,
-)
-from .sparse_ep import (
-    InducingBasis,
-    SparseEPResult,
-    SparsePosterior,
-    choose_inducing,
-    sparse_ep,
-)
-from .strategies import EP, SVI, VI, InferenceStrategy, Laplace, maximise_bound
-from .svi import run_svi, stochastic_variational_inference
-from .vi import variational_inference
+from .._utils import lazy_exports
 
-__all__ = [
-    # strategies and what they exchange with a model
-    "InferenceStrategy",
-    "EP",
-    "Laplace",
-    "VI",
-    "SVI",
-    "maximise_bound",
-    "PreferenceProblem",
-    "UtilityFit",
-    # likelihood and data
-    "PairCounts",
-    "difference_scale",
-    "probit_terms",
-    "log_likelihood_terms",
-    "tilted_moments",
-    "pair_probabilities",
-    "TIE_POLICIES",
-    "EncodedPairs",
-    "encode_pairs",
-    "kept_comparisons",
-    # exact posteriors: EP and Laplace
-    "LatentPosterior",
-    "expectation_propagation",
-    "parallel_ep",
-    "initial_sites",
-    "site_log_normalisers",
-    "ep_log_marginal",
-    "ep_gradient_weights",
-    "EPResult",
-    "laplace_approximation",
-    "LaplaceResult",
-    # EP on inducing items
-    "InducingBasis",
-    "SparsePosterior",
-    "SparseEPResult",
-    "sparse_ep",
-    "choose_inducing",
-    # variational inference
-    "GaussianFactor",
-    "GammaFactor",
-    "InducingProjection",
-    "natural_gradient_step",
-    "learning_rate",
-    "gaussian_prior_kl",
-    "quadratic_rows",
-    "probit_linearisation",
-    "beta_noise_variance",
-    "expected_linear_loglik",
-    "linearised_bound",
-    "variational_inference",
-    "run_svi",
-    "stochastic_variational_inference",
-    # the item prior
-    "make_item_kernel",
-    # what to ask next
-    "PAIR_QUESTION_VALUES",
-    "INFORMATION_VALUED",
-    "question_order",
-    "answer_probability",
-    "pair_question_values",
-    "probit_information_gain",
-]
+__all__, __getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        # strategies and what they exchange with a model
+        ".strategies": ("InferenceStrategy", "EP", "Laplace", "VI", "SVI", "maximise_bound"),
+        ".problem": ("PreferenceProblem", "UtilityFit", "linearised_bound"),
+        # likelihood and data
+        ".likelihood": (
+            "PairCounts",
+            "difference_scale",
+            "probit_terms",
+            "log_likelihood_terms",
+            "tilted_moments",
+            "pair_probabilities",
+        ),
+        ".pairs": ("TIE_POLICIES", "EncodedPairs", "encode_pairs", "kept_comparisons"),
+        # exact posteriors: EP and Laplace
+        ".posterior": ("LatentPosterior",),
+        ".ep": (
+            "expectation_propagation",
+            "parallel_ep",
+            "initial_sites",
+            "site_log_normalisers",
+            "ep_log_marginal",
+            "ep_gradient_weights",
+            "EPResult",
+        ),
+        ".laplace": ("laplace_approximation", "LaplaceResult"),
+        # EP on inducing items
+        ".sparse_ep": (
+            "InducingBasis",
+            "SparsePosterior",
+            "SparseEPResult",
+            "sparse_ep",
+            "choose_inducing",
+        ),
+        # variational inference
+        ".factors": (
+            "GaussianFactor",
+            "GammaFactor",
+            "natural_gradient_step",
+            "learning_rate",
+            "gaussian_prior_kl",
+            "quadratic_rows",
+        ),
+        ".inducing": ("InducingProjection",),
+        ".linearised": ("probit_linearisation", "beta_noise_variance", "expected_linear_loglik"),
+        ".vi": ("variational_inference",),
+        ".svi": ("run_svi", "stochastic_variational_inference"),
+        # the item prior
+        ".prior": ("make_item_kernel",),
+        # what to ask next
+        ".question_strategies": ("PAIR_QUESTION_VALUES", "INFORMATION_VALUED"),
+        ".questions": (
+            "question_order",
+            "answer_probability",
+            "pair_question_values",
+            "probit_information_gain",
+        ),
+    },
+)

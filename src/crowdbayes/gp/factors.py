@@ -24,8 +24,6 @@ import math
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy.linalg import lapack
-from scipy.special import digamma, gammaln
 
 from ..linalg import cholesky_logdet, cholesky_solve, safe_cholesky
 from ..persistence import persistable
@@ -89,6 +87,8 @@ def cholesky_inverse(chol: np.ndarray) -> np.ndarray:
     """``(L Lᵀ)⁻¹`` from the lower factor ``L`` (zeros above the diagonal, as
     :func:`safe_cholesky` returns) by LAPACK ``potri``: a third of the work of solving
     against the identity."""
+    from scipy.linalg import lapack
+
     inverse, info = lapack.dpotri(chol, lower=1)
     if info != 0:  # pragma: no cover - L comes from a successful factorisation
         return cholesky_solve(chol, np.eye(len(chol)))
@@ -155,6 +155,8 @@ class GammaFactor:
 
     @property
     def mean_log(self) -> float:
+        from scipy.special import digamma
+
         return float(digamma(self.shape) - math.log(self.rate))
 
     def update(self, K_inv: np.ndarray, factor: GaussianFactor) -> GammaFactor:
@@ -168,6 +170,8 @@ class GammaFactor:
 
     def kl(self) -> float:
         """``KL(q(s) ‖ p(s))``."""
+        from scipy.special import digamma, gammaln
+
         a, b, a0, b0 = self.shape, self.rate, self.shape0, self.rate0
         return float(
             (a - a0) * digamma(a)

@@ -22,7 +22,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.special import log_ndtr, logsumexp, ndtr
 
 __all__ = [
     "PairCounts",
@@ -110,6 +109,8 @@ def difference_scale(noise: float) -> float:
 def probit_terms(z: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``log Φ(z)``, ``r = d/dz log Φ(z) = φ(z)/Φ(z)`` and ``-d²/dz² log Φ(z) = r (z + r)``,
     accurate in both tails (``r`` from ``log Φ``)."""
+    from scipy.special import log_ndtr
+
     log_cdf = log_ndtr(z)
     r = np.exp(-0.5 * z * z - _LOG_SQRT_2PI - log_cdf)
     return log_cdf, r, r * (z + r)
@@ -173,6 +174,8 @@ def _quadrature_moments(m, v, a, b, alpha, newton_steps: int = 40):
     Newton from outside (monotone for a concave function, starting ``√(72 v)`` away); 48
     Gauss–Legendre nodes on each side then integrate ``e^h`` and its first two moments.
     """
+    from scipy.special import logsumexp
+
     sd = np.sqrt(v)
 
     def h_terms(d):
@@ -230,5 +233,7 @@ def pair_probabilities(
     The probit likelihood integrated over the Gaussian posterior of the difference (Rasmussen &
     Williams, 2006, Eq. 3.82), so posterior uncertainty pulls probabilities toward ½.
     """
+    from scipy.special import ndtr
+
     alpha = difference_scale(noise)
     return ndtr(np.asarray(mean_diff) / np.sqrt(alpha**2 + np.asarray(var_diff)))

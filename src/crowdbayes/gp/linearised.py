@@ -31,7 +31,6 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy.special import ndtr
 
 from ..kernels import Kernel
 from .inducing import chunks
@@ -49,6 +48,8 @@ _LOG_2PI = math.log(2.0 * math.pi)
 
 def probit_linearisation(mean_diff: np.ndarray, alpha: float) -> tuple[np.ndarray, np.ndarray]:
     """``(Φ(ẑ), g)``: the probability at the mean difference and its slope ``φ(ẑ)/α``."""
+    from scipy.special import ndtr
+
     z = np.asarray(mean_diff, dtype=np.float64) / alpha
     return ndtr(z), np.exp(-0.5 * z * z) / (math.sqrt(2.0 * math.pi) * alpha)
 

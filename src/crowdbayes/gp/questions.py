@@ -26,7 +26,7 @@ whose answers also depend on their own, uncertain, tastes). Under the posterior
   exponent 1: Kirsch, Farquhar, Atighehchian, Jesson, Branchaud-Charron & Gal 2023,
   "Stochastic batch acquisition: a simple baseline for deep active learning", TMLR; drawn by
   the Gumbel-top-k trick, Kool, van Hoof & Welling 2019): it keeps sampling the pairs BALD
-  rates a little lower. Measured (``benchmarks/results/active_pairs_strict_32.md``, GPPL on
+  rates a little lower. Measured (``benchmarks/active/results/active_pairs_strict_32.md``, GPPL on
   UKPConvArgStrict, all 32 topic folds, two draws): no better than BALD there — both lead
   random pairs up to about 100 comparisons and trail them by 0.01 afterwards (area 0.706
   each, random 0.707); with crowdGPPL on the raw crowd labels, valuing each worker by
@@ -64,7 +64,8 @@ shape (``noise_var`` may be a scalar).
 from __future__ import annotations
 
 import numpy as np
-from scipy.special import ndtr
+
+from .question_strategies import INFORMATION_VALUED, PAIR_QUESTION_VALUES
 
 __all__ = [
     "PAIR_QUESTION_VALUES",
@@ -75,10 +76,6 @@ __all__ = [
     "question_order",
     "INFORMATION_VALUED",
 ]
-
-PAIR_QUESTION_VALUES = ("information", "power", "mixed", "uncertainty", "random")
-#: the strategies that value a question by its information gain (they differ in the order)
-INFORMATION_VALUED = ("information", "power", "mixed")
 
 #: ``C²`` of the closed form (module docstring)
 _C2 = np.pi * np.log(2.0) / 2.0
@@ -94,6 +91,8 @@ def binary_entropy(p: np.ndarray) -> np.ndarray:
 
 def answer_probability(mean: np.ndarray, var: np.ndarray, noise_var) -> np.ndarray:
     """``p = Φ(μ / √(ν + v))``: the predicted probability that the answer is ``y = 1``."""
+    from scipy.special import ndtr
+
     mean = np.asarray(mean, dtype=np.float64)
     return ndtr(mean / np.sqrt(np.asarray(noise_var, dtype=np.float64) + np.asarray(var)))
 

@@ -37,10 +37,9 @@ import math
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
-from scipy.optimize import OptimizeResult, minimize
 
 from ..exceptions import ConvergenceWarning
 from ..inference.driver import IterationResult
@@ -55,6 +54,9 @@ from .problem import PreferenceProblem, UtilityFit, linearised_bound
 from .sparse_ep import InducingBasis, SparseEPResult, sparse_ep
 from .svi import run_svi, stochastic_variational_inference
 from .vi import variational_inference
+
+if TYPE_CHECKING:
+    from scipy.optimize import OptimizeResult
 
 __all__ = ["InferenceStrategy", "SVI", "VI", "Laplace", "EP", "maximise_bound"]
 
@@ -410,6 +412,8 @@ def _search_lengthscales(
     which returns the value to minimise and its gradient in the log length-scales; from the
     kernel's length-scales, within a factor ``e⁵`` of them. The inner fits may stop early: their
     :class:`ConvergenceWarning` is silenced (the final fit reports its own)."""
+    from scipy.optimize import minimize
+
     start = np.log(kernel.lengthscale)
 
     def in_logs(log_ls: np.ndarray) -> tuple[float, np.ndarray]:

@@ -1,16 +1,16 @@
-"""Inference machinery shared by the models: the iteration driver, online moments, diagnostics."""
+"""Inference machinery shared by the models: the iteration driver, online moments, diagnostics.
 
-from .diagnostics import ess_bulk, ess_tail, rhat, rhat_from_moments, summarize
-from .driver import IterationResult, run_iterations
-from .online import OnlineMoments
+The names are imported from their modules on first use (PEP 562): the iteration driver needs
+neither SciPy nor the diagnostics.
+"""
 
-__all__ = [
-    "IterationResult",
-    "run_iterations",
-    "OnlineMoments",
-    "rhat",
-    "ess_bulk",
-    "ess_tail",
-    "rhat_from_moments",
-    "summarize",
-]
+from .._utils import lazy_exports
+
+__all__, __getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        ".driver": ("IterationResult", "run_iterations"),
+        ".online": ("OnlineMoments",),
+        ".diagnostics": ("rhat", "ess_bulk", "ess_tail", "rhat_from_moments", "summarize"),
+    },
+)

@@ -29,7 +29,6 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike
-from scipy import fft, special, stats
 
 __all__ = ["rhat", "ess_bulk", "ess_tail", "rhat_from_moments", "summarize"]
 
@@ -91,6 +90,8 @@ def _split_chains(x: np.ndarray) -> np.ndarray:
 
 def _rank_normalize(x: np.ndarray) -> np.ndarray:
     """Normal scores of the pooled ranks: ``Φ⁻¹((r − 3/8) / (S + 1/4))``, ties get average ranks."""
+    from scipy import special, stats
+
     n_chains, n_draws, n_params = x.shape
     size = n_chains * n_draws
     ranks = stats.rankdata(x.reshape(size, n_params), method="average", axis=0)
@@ -245,6 +246,8 @@ def rhat_from_moments(
 
 def _autocovariance(x: np.ndarray) -> np.ndarray:
     """Biased autocovariance ``(1/N) Σ_i (x_i − x̄)(x_{i+t} − x̄)`` along axis 1, by FFT."""
+    from scipy import fft
+
     n = x.shape[1]
     centred = x - x.mean(axis=1, keepdims=True)
     size = fft.next_fast_len(2 * n, real=True)

@@ -23,8 +23,6 @@ import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from tqdm.auto import tqdm
-
 from ..exceptions import ConvergenceWarning
 
 __all__ = ["IterationResult", "PROGRESS_INTERVAL", "run_iterations"]
@@ -133,6 +131,8 @@ class _Bar:
     """A tqdm bar with the objective after it."""
 
     def __init__(self, total: int, desc: str) -> None:
+        from tqdm.auto import tqdm
+
         self._bar = tqdm(total=total, desc=desc, leave=False)
 
     def update(self, value: float | None) -> None:

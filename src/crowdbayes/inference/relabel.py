@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import numpy as np
-from scipy.optimize import linear_sum_assignment
 
 __all__ = ["best_permutation"]
 
@@ -15,6 +14,8 @@ def best_permutation(assignments: np.ndarray, pivot: np.ndarray, n_classes: int)
     in the spirit of the pivotal relabelling of Marin, Mengersen & Robert (2005). Returns the
     identity when the labelling is already the best match.
     """
+    from scipy.optimize import linear_sum_assignment
+
     cells = np.bincount(assignments * n_classes + pivot, minlength=n_classes * n_classes)
     table = cells.reshape(n_classes, n_classes).astype(float)
     rows, cols = linear_sum_assignment(table, maximize=True)

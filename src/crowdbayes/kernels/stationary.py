@@ -22,7 +22,6 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 
 import numpy as np
-from scipy.spatial.distance import cdist
 
 from ..persistence import persistable
 
@@ -204,6 +203,8 @@ class RBF(_ProductKernel):
         return scaled * scaled
 
     def __call__(self, X: np.ndarray, Y: np.ndarray | None = None) -> np.ndarray:
+        from scipy.spatial.distance import cdist
+
         # the squared distance of the scaled inputs is one BLAS-backed call
         Xs, Ys = self._scaled(X, Y)
         return self.variance * np.exp(-0.5 * cdist(Xs, Ys, "sqeuclidean"))

@@ -56,14 +56,16 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
-import scipy.sparse as sp
-from scipy.stats import norm
 
 from ..data import Labels, as_labels
 from ..data.io import TableLike
+
+if TYPE_CHECKING:
+    import scipy.sparse as sp
 
 __all__ = [
     "LEVELS",
@@ -107,6 +109,8 @@ def _bootstrap(
     Each replicate draws as many tasks as there are, with replacement; its sums are the
     weighted sums of the rows, the weights being how often each task was drawn.
     """
+    import scipy.sparse as sp
+
     n = per_unit.shape[0]
     batch = int(max(1, min(n_boot, _BATCH_ENTRIES // max(n, 1))))
     transposed = per_unit.T.tocsr() if sp.issparse(per_unit) else None
@@ -131,6 +135,8 @@ def _interval(
     §13.2), used for the ratios of few counts (a pair's or a worker's κ) whose bootstrap
     distribution is shifted from the estimate, so that percentiles would miss it.
     """
+    from scipy.stats import norm
+
     tail = (1 - confidence) / 2
     finite = np.where(np.isfinite(replicates), replicates, np.nan)
     with warnings.catch_warnings():
@@ -297,6 +303,8 @@ def fleiss_kappa(labels: Labels | TableLike) -> float:
 # ------------------------------------------------------------------------ Cohen's κ
 def _indicators(labels: Labels) -> list[sp.csc_matrix]:
     """For each class c the (n_tasks, n_workers) counts of worker j's labels c on task i."""
+    import scipy.sparse as sp
+
     shape = (labels.n_tasks, labels.n_workers)
     matrices = []
     for c in range(labels.n_classes):
@@ -311,6 +319,8 @@ def _indicators(labels: Labels) -> list[sp.csc_matrix]:
 def _pair_tables(labels: Labels, min_common: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The worker pairs (a < b) sharing at least ``min_common`` labelled tasks and, for each,
     the (K, K) table of how often a said c while b said d on the same task."""
+    import scipy.sparse as sp
+
     indicators = _indicators(labels)
     total = sum(indicators[1:], indicators[0])
     shared = sp.triu((total > 0).astype(np.float64).T @ (total > 0).astype(np.float64), k=1)
@@ -389,6 +399,8 @@ def _co_label_count(labels: Labels) -> int:
 def _cohen_per_unit(labels: Labels, a: np.ndarray, b: np.ndarray) -> sp.csr_matrix:
     """Per task, its contributions to every kept pair's (K, K) table: a sparse
     (n_tasks, n_pairs·K²) matrix whose column sums are the pairs' tables."""
+    import scipy.sparse as sp
+
     k = labels.n_classes
     first, second = _co_labels(labels)
     wa, wb = labels.worker_codes[first], labels.worker_codes[second]
@@ -469,6 +481,8 @@ def worker_agreement(
         ``kappa_lower``/``_upper`` (normal interval, module docstring).
         Sorted by agreement, lowest first.
     """
+    import scipy.sparse as sp
+
     _check_bootstrap(n_boot, confidence)
     labels = _labels(labels)
     k, n_workers = labels.n_classes, labels.n_workers

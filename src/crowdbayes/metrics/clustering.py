@@ -21,8 +21,6 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from scipy.optimize import linear_sum_assignment
-from scipy.special import gammaln
 
 __all__ = [
     "contingency_table",
@@ -107,6 +105,8 @@ def normalized_mutual_info(labels_true, labels_pred) -> float:
 def _expected_mutual_information(table: np.ndarray) -> float:
     """E[I] over random labellings with the row and column sums of ``table`` (Vinh et al. 2010,
     Eq. 24a), summing the hypergeometric distribution of every cell."""
+    from scipy.special import gammaln
+
     n = table.sum()
     a, b = table.sum(axis=1), table.sum(axis=0)
     total = 0.0
@@ -166,6 +166,8 @@ def adjusted_rand_index(labels_true, labels_pred) -> float:
 def unsupervised_accuracy(labels_true, labels_pred) -> float:
     """Share of items whose cluster is matched to their class by the best one-to-one matching
     of clusters to classes (Hungarian algorithm)."""
+    from scipy.optimize import linear_sum_assignment
+
     table = contingency_table(labels_true, labels_pred)
     rows, cols = linear_sum_assignment(table, maximize=True)
     return float(table[rows, cols].sum() / table.sum())

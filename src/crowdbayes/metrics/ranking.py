@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from scipy.stats import kendalltau, rankdata
 
 from ..data.validate import show_values as _show
 
@@ -199,6 +198,8 @@ def pairwise_auc(left_wins, p_left, *, symmetrize: bool = True) -> float:
         If an outcome is not 0/1 (ties must be dropped first), a probability is outside [0, 1]
         or missing, the lengths differ, or (with ``symmetrize=False``) only one outcome occurs.
     """
+    from scipy.stats import rankdata
+
     y = _outcomes(left_wins)
     p = _probabilities(p_left, y.size)
     if symmetrize:
@@ -361,6 +362,8 @@ def kendall_tau(a, b) -> float:
     ----------
     M. G. Kendall. "The treatment of ties in ranking problems", Biometrika 33(3):239-251, 1945.
     """
+    from scipy.stats import kendalltau
+
     if isinstance(a, pd.Series) and isinstance(b, pd.Series):
         for name, s in (("a", a), ("b", b)):
             if s.index.has_duplicates:

@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 
 from .._version import __version__
+from ..base import DIAGNOSTICS
 from ..data import Comparisons, Labels, Links, Rankings, as_labels
 from ..data.io import write_atomically
 from ..metrics import accuracy, brier_score, log_loss
@@ -116,18 +117,18 @@ def build(
         ``report.html`` is the page; ``report.save(path)`` writes it atomically.
     """
     model.check_is_fitted()
-    family = getattr(model, "family", "")
-    if family not in _FAMILIES:
-        raise ValueError(f"no report for {type(model).__name__} (family {family!r})")
-    expected, describe = _FAMILIES[family]
-    if family == "labels" and not isinstance(data, Labels):
+    judgment = model.tags.judgment
+    if judgment not in _REPORTS:
+        raise ValueError(f"no report for {type(model).__name__} (judgment {judgment!r})")
+    expected, describe = _REPORTS[judgment]
+    if judgment == "labels" and not isinstance(data, Labels):
         data = as_labels(data)
     if not isinstance(data, expected):
         raise TypeError(
             f"a report on {type(model).__name__} needs its data as {expected.__name__}; "
             f"got {type(data).__name__}"
         )
-    if eval_gold is not None and family != "labels":
+    if eval_gold is not None and judgment != "labels":
         raise ValueError("eval_gold scores label models only")
     name = type(model).__name__
     where = f" on {source}" if source else ""
@@ -171,26 +172,9 @@ def _loading_notes(page: Page, notes: list[tuple[str, str]]) -> None:
 
 
 def _fit_facts(model) -> list[tuple[str, Any]]:
+    """The model and its convergence facts (:meth:`~crowdbayes.base.Estimator.diagnostics`)."""
     rows: list[tuple[str, Any]] = [("model", repr(model))]
-    n_iter = getattr(model, "n_iter_", None)
-    if n_iter is not None:
-        rows.append(("iterations", int(n_iter)))
-    converged = getattr(model, "converged_", None)
-    if converged is not None:
-        rows.append(("converged", bool(converged)))
-    for attribute, label in (
-        ("max_rhat_", "largest R-hat"),
-        ("rhat_n_communities_", "R-hat of the number of communities"),
-        ("eta_", "prior precision η (chosen)"),
-        ("lower_bound_", "lower bound"),
-        ("log_marginal_likelihood_", "log marginal likelihood"),
-        ("log_posterior_", "log posterior"),
-        ("elbo_", "ELBO"),
-        ("n_ties_dropped_", "ties dropped"),
-    ):
-        value = getattr(model, attribute, None)
-        if isinstance(value, (int, float, np.integer, np.floating)):
-            rows.append((label, value))
+    rows += [(DIAGNOSTICS[key], value) for key, value in model.diagnostics().items()]
     return rows
 
 
@@ -397,10 +381,10 @@ def _neighbour_pairs(model, scores: pd.DataFrame, items: pd.DataFrame | None) ->
 def _ranked_parts(page: Page, model, data, items: pd.DataFrame | None) -> None:
     section = page.section("model", "Model results")
     section.facts(_fit_facts(model))
-    scores = item_scores(model, data if isinstance(data, Rankings) else None)
+    scores = item_scores(model)
     section.figure(
         "ranked_items",
-        lambda: figures.ranked_items(model, data if isinstance(data, Rankings) else None),
+        lambda: figures.ranked_items(model),
         "Ranked items",
         "The best items with 90% intervals on their score, best at the top: items whose bars "
         "overlap cannot be told apart by the data; right, every item's score against its "
@@ -409,7 +393,7 @@ def _ranked_parts(page: Page, model, data, items: pd.DataFrame | None) -> None:
     section.figure(
         "feature_weights",
         lambda: figures.feature_weights(model),
-        "Feature weights" if model.family == "plackett_luce" else "Length-scales",
+        "Feature weights" if model.tags.judgment == "rankings" else "Length-scales",
         "Plackett-Luce: a weight whose interval excludes 0 makes items with more of that "
         "feature more (right) or less (left) likely to be chosen. GP: a shorter length-scale "
         "means the utility changes faster along that feature, so it matters more.",
@@ -444,8 +428,8 @@ def _ranking_report(page, model, data: Rankings, *, notes, eval_gold, n_boot, se
     )
     _loading_notes(page, notes)
     items = None
-    if data.X is not None and hasattr(model, "coef_"):
-        items = _item_frame(data, item_scores(model, data).head(30).index)
+    if data.X is not None and model.tags.features != "none":
+        items = _item_frame(data, item_scores(model).head(30).index)
     _ranked_parts(page, model, data, items)
 
 
@@ -465,6 +449,15 @@ def _comparison_facts(page: Page, data: Comparisons) -> None:
             ("item features", len(features)),
         ]
     )
+
+
+def _pairs_report(page, model, data: Comparisons, **options) -> None:
+    """A model of comparisons: its communities of workers where it has them (``worker_groups_``),
+    else its item scores."""
+    if model.worker_groups_ is not None:
+        _communities_report(page, model, data, **options)
+    else:
+        _preference_report(page, model, data, **options)
 
 
 def _preference_report(page, model, data: Comparisons, *, notes, eval_gold, n_boot, seed) -> None:
@@ -554,13 +547,7 @@ def _clustering_report(page, model, data: Links, *, notes, eval_gold, n_boot, se
     )
     section.paragraph("The workers with the lowest sensitivity α (credible intervals in brackets):")
     section.table(workers, max_rows=_ROWS)
-    probas = model.predict_proba().reindex(model.assignments_.index)
-    position = probas.columns.get_indexer(model.assignments_.to_numpy())
-    chosen = probas.to_numpy()[np.arange(len(probas)), position]
-    unsure = pd.DataFrame(
-        {"cluster": model.assignments_.to_numpy(), "probability": chosen},
-        index=model.assignments_.index,
-    ).sort_values("probability", kind="stable")
+    unsure = model.item_table().sort_values("probability", kind="stable")
     ask = page.section("next", "What to ask next")
     ask.paragraph(
         "The items whose cluster is least certain: links between these and items of the "
@@ -569,10 +556,10 @@ def _clustering_report(page, model, data: Links, *, notes, eval_gold, n_boot, se
     ask.table(unsure.head(_ROWS), max_rows=_ROWS)
 
 
-_FAMILIES = {
+#: the report of each kind of judgment (the model's ``tags.judgment``): its data and sections
+_REPORTS = {
     "labels": (Labels, _labels_report),
-    "plackett_luce": (Rankings, _ranking_report),
-    "gp_preference": (Comparisons, _preference_report),
-    "communities": (Comparisons, _communities_report),
-    "clustering": (Links, _clustering_report),
+    "rankings": (Rankings, _ranking_report),
+    "pairs": (Comparisons, _pairs_report),
+    "links": (Links, _clustering_report),
 }

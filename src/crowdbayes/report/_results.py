@@ -17,13 +17,14 @@ __all__ = [
 ]
 
 
-def _fitted(model, family: str | tuple[str, ...], what: str) -> None:
+def _fitted(model, judgment: str | tuple[str, ...], what: str) -> None:
+    """Refuse a model not fitted, or one of another kind of judgment (its tags)."""
     model.check_is_fitted()
-    families = (family,) if isinstance(family, str) else family
-    if model.family not in families:
+    kinds = (judgment,) if isinstance(judgment, str) else judgment
+    if model.tags.judgment not in kinds:
         raise ValueError(
-            f"{what} needs a model of the {' or '.join(families)} family; got "
-            f"{type(model).__name__} ({model.family})"
+            f"{what} needs a model of {' or '.join(kinds)}; got {type(model).__name__} "
+            f"(judgment {model.tags.judgment!r})"
         )
 
 
@@ -53,14 +54,12 @@ def worker_scores(model) -> pd.DataFrame:
     table["n_labels"] = model.worker_label_counts_.reindex(workers).fillna(0).astype(np.int64)
     diagonal = np.diagonal(confusion, axis1=1, axis2=2)
     table["reliability"] = diagonal @ prevalence
-    for end in ("lower", "upper"):
-        bound = getattr(model, f"confusion_{end}_", None)
+    for end, bound in (("lower", model.confusion_lower_), ("upper", model.confusion_upper_)):
         if bound is not None:
             values = bound.reindex(columns=classes).to_numpy(dtype=np.float64)
             values = values.reshape(len(workers), len(classes), len(classes))
             table[end] = np.diagonal(values, axis1=1, axis2=2) @ prevalence
-    for name in ("sensitivity", "specificity"):
-        summary = getattr(model, f"{name}_", None)
+    for name, summary in (("sensitivity", model.sensitivity_), ("specificity", model.specificity_)):
         if summary is None:
             continue
         summary = summary.reindex(workers)
@@ -102,29 +101,12 @@ def task_uncertainty(model, labels=None, n: int | None = None) -> pd.DataFrame:
 
 
 # ------------------------------------------------------------------------------ items
-def item_scores(model, data=None, *, level: float = 0.9) -> pd.DataFrame:
-    """Each item's score (Plackett–Luce log-score or GP utility): posterior ``mean``, ``sd``
-    and the central ``level`` interval ``lower``/``upper`` (Gaussian), best first.
-
-    For a Plackett–Luce model with features the scores ``xᵢᵀθ`` of the items of ``data`` (the
-    fitted :class:`~crowdbayes.Rankings`) come from ``coef_`` and ``coef_cov_``, one item at a
-    time (the joint covariance of many items is never built).
-    """
-    _fitted(model, ("plackett_luce", "gp_preference"), "item scores")
-    if model.family == "plackett_luce":
-        coef = getattr(model, "coef_", None)
-        X = getattr(data, "X", None)
-        if coef is not None and X is not None:
-            names = list(data.features.names)
-            theta = coef.reindex(names).to_numpy(dtype=np.float64)
-            cov = model.coef_cov_.reindex(index=names, columns=names).to_numpy(dtype=np.float64)
-            mean = X @ theta
-            sd = np.sqrt(np.maximum(np.einsum("ij,jk,ik->i", X, cov, X), 0.0))
-            table = pd.DataFrame({"mean": mean, "sd": sd}, index=pd.Index(data.item_ids))
-        else:
-            table = model.score()[["mean", "sd"]]
-    else:
-        table = model.utility_[["mean", "sd"]]
+def item_scores(model, *, level: float = 0.9) -> pd.DataFrame:
+    """Each fitted item's score (Plackett–Luce log-score or utility): posterior ``mean``,
+    ``sd`` and the central ``level`` interval ``lower``/``upper`` (Gaussian), best first
+    (:meth:`~crowdbayes.roles.ItemScorer.predict_utility`)."""
+    _fitted(model, ("rankings", "pairs"), "item scores")
+    table = model.predict_utility()[["mean", "sd"]]
     z = norm.ppf(0.5 + level / 2)
     table = table.assign(
         lower=table["mean"] - z * table["sd"], upper=table["mean"] + z * table["sd"]
@@ -134,62 +116,20 @@ def item_scores(model, data=None, *, level: float = 0.9) -> pd.DataFrame:
 
 
 # ------------------------------------------------------------------------------ convergence
-#: objective histories, in order of preference (the first one found is shown)
-_OBJECTIVES = (
-    ("elbo_history_", "ELBO"),
-    ("log_posterior_history_", "log posterior"),
-    ("objective_history_", "objective"),
-    ("bound_history_", "lower bound"),
-    ("history_", "objective"),
-    ("change_history_", "largest change per iteration"),
-)
-
-
 def convergence_traces(model) -> list[tuple[str, str, np.ndarray]]:
-    """``(name, label, values)`` of the traces a model keeps: its objective per iteration
-    (1-D) and per-chain traces (2-D: chains × draws)."""
-    model.check_is_fitted()
-    traces = []
-    if model.family == "communities":
-        history = getattr(model, "history_", None)
-        if history:
-            length = min(len(chain) for chain in history)
-            values = np.array([np.asarray(chain[:length], dtype=np.float64) for chain in history])
-            traces.append(("history_", "communities per sweep (each chain)", values))
-        return traces
-    for name, label in _OBJECTIVES:
-        values = getattr(model, name, None)
-        if values is None:
-            continue
-        values = np.asarray(values, dtype=np.float64)
-        if values.ndim == 1 and values.size >= 2 and np.isfinite(values).any():
-            traces.append((name, label, values))
-            break
-    chains = getattr(model, "log_likelihood_trace_", None)
-    if chains is not None:
-        traces.append(("log_likelihood_trace_", "log-likelihood (each chain)", np.asarray(chains)))
-    return traces
+    """``(name, label, values)`` of the traces shown: the model's monitored objective (its
+    first 1-D trace with two or more finite values) and its per-chain traces (2-D: chains ×
+    draws), from :meth:`~crowdbayes.base.Estimator.convergence_traces`."""
+    objective, chains = [], []
+    for name, label, values in model.convergence_traces():
+        if values.ndim == 2:
+            chains.append((name, label, values))
+        elif not objective and values.size >= 2 and np.isfinite(values).any():
+            objective.append((name, label, values))
+    return objective + chains
 
 
 def rhat_values(model) -> pd.Series:
-    """Every finite R-hat the model reports, by quantity: its diagnostics tables
-    (``diagnostics_``, ``summary_``), per-parameter R-hat tables (``confusion_rhat_``,
-    ``probas_rhat_``) and ``rhat_n_communities_``."""
-    model.check_is_fitted()
-    parts = []
-    for name in ("diagnostics_", "summary_"):
-        table = getattr(model, name, None)
-        if isinstance(table, pd.DataFrame) and "rhat" in table.columns:
-            parts.append(table["rhat"].astype(np.float64).rename(index=str))
-    for name in ("confusion_rhat_", "probas_rhat_"):
-        table = getattr(model, name, None)
-        if isinstance(table, pd.DataFrame):
-            values = table.to_numpy(dtype=np.float64).ravel()
-            parts.append(pd.Series(values, index=[f"{name[:-1]}[{i}]" for i in range(len(values))]))
-    value = getattr(model, "rhat_n_communities_", None)
-    if value is not None:
-        parts.append(pd.Series([float(value)], index=["number of communities"]))
-    if not parts:
-        return pd.Series([], dtype=np.float64)
-    values = pd.concat(parts)
-    return values[np.isfinite(values.to_numpy())]
+    """Every finite R-hat the model reports, by quantity (:meth:`~crowdbayes.base.Estimator.
+    rhat`)."""
+    return model.rhat()

@@ -3,7 +3,7 @@
 With the head, q(z | o) is one network over the observations that feeds the tempered link
 likelihood (as in SCDC), the workers' Beta factors are held during the warm-up and the mixture
 restarts at the head's clusters; ``"auto"`` turns it on below
-:data:`~crowdbayes.models.clustering.deep.bayes_scdc.SPARSE_LINKS_PER_ITEM` links per linked
+:data:`~crowdbayes.models.clustering.deep._head.SPARSE_LINKS_PER_ITEM` links per linked
 item."""
 
 from __future__ import annotations
@@ -25,11 +25,12 @@ from crowdbayes.datasets.clustering import (  # noqa: E402
 from crowdbayes.metrics.clustering import per_task_nmi, unsupervised_accuracy  # noqa: E402
 from crowdbayes.models.clustering.deep import BayesSCDC, CollapseWarning  # noqa: E402
 from crowdbayes.models.clustering.deep._data import LinkData  # noqa: E402
-from crowdbayes.models.clustering.deep.bayes_scdc import (  # noqa: E402
+from crowdbayes.models.clustering.deep._head import (  # noqa: E402
     SPARSE_LINKS_PER_ITEM,
-    head_centres,
     links_per_linked_item,
 )
+from crowdbayes.models.clustering.deep._init import head_centres  # noqa: E402
+from crowdbayes.models.clustering.deep._workers import link_minibatch  # noqa: E402
 
 torch.set_num_threads(1)
 
@@ -72,6 +73,20 @@ def test_head_centres_are_weighted_means_and_empty_clusters_get_items():
     centres = head_centres(emb, resp, np.random.default_rng(0))
     np.testing.assert_allclose(centres[:2], [[1.0, 0.0], [11.0, 10.0]])
     assert any(np.allclose(centres[2], row) for row in emb)  # the empty one: a k-means++ pick
+
+
+def test_a_link_minibatch_holds_the_minibatchs_share_of_distinct_links():
+    """|S| = N_a|B|/N links drawn without replacement, at least one and at most all: the
+    sample of both the head's link term and the workers' natural-gradient step."""
+    left, right = np.triu_indices(10, k=1)  # 45 links on 10 items
+    ones = np.ones(len(left), int)
+    links = LinkData(left, right, 0 * ones, ones, np.array([0]), 10)
+    rng = np.random.default_rng(0)
+    for batch_size, size in ((2, 9), (4, 18), (10, 45), (50, 45)):
+        chosen = link_minibatch(links, batch_size, 10, rng)
+        assert len(chosen) == size and len(np.unique(chosen)) == size
+    sparse = LinkData(left[:1], right[:1], 0 * ones[:1], ones[:1], np.array([0]), 100)
+    np.testing.assert_array_equal(link_minibatch(sparse, 1, 100, rng), [0])
 
 
 def test_the_head_follows_sparse_links_that_the_per_item_family_cannot_use():

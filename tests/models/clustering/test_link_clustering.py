@@ -579,7 +579,7 @@ def test_real_annotations_more_clusters_than_digits(semicrowd):
     reason="issue 6 acceptance not met from scratch: alpha is not identifiable from these links "
     "(test_real_annotations_alpha_is_not_identifiable_from_links), and the per-task NMI stays "
     "below the workers' own (0.975 at K = 10, 0.981 at K = 15 < 0.9822), also at solutions whose "
-    "ELBO is above that of the optimum near the truth (benchmarks/cluster_semicrowd.py)",
+    "ELBO is above that of the optimum near the truth (benchmarks/cluster/cluster_semicrowd.py)",
 )
 def test_real_annotations_issue_acceptance(semicrowd, real_fit):
     crowd, _, measured, groupings = semicrowd
@@ -622,7 +622,8 @@ def test_real_annotations_calibrated_where_identifiable_near_the_truth(semicrowd
     "0.9822 − 0.005) the HPD intervals cover α for 47 but β for only 39 of 48 workers: the fit "
     "follows the merges of workers 26, 34, 36 on identifiable pairs (split again near the truth "
     "for 26 and 34) and puts 1–2 pairs of six perfect workers against the digits; at K = 10 the "
-    "search falls short of the optimum near the truth (benchmarks/results/cluster_semicrowd.md)",
+    "search falls short of the optimum near the truth "
+    "(benchmarks/cluster/results/cluster_semicrowd.md)",
 )
 def test_real_annotations_issue19_acceptance(semicrowd):
     crowd, links, measured, groupings = semicrowd

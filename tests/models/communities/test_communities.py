@@ -295,7 +295,7 @@ def test_personal_predictions_beat_a_pooled_gp_for_users_with_few_pairs(planted)
     ids = sim.items.index.to_numpy()
     f = sim.utility.to_numpy()[:, sim.membership.loc[workers]]
     truth = f[left, np.arange(len(workers))] > f[right, np.arange(len(workers))]
-    personal = model.predict_proba(ids[left], ids[right], worker=workers).to_numpy()
+    personal = model.predict_proba(ids[left], ids[right], workers=workers).to_numpy()
     pooled = GPPreferenceEP(noise=NOISE).fit(sim.comparisons, items=sim.items)
     pooled_p = pooled.predict_proba(ids[left], ids[right]).to_numpy()
     acc_personal = np.mean((personal > 0.5) == truth)
@@ -324,8 +324,8 @@ def test_same_seed_same_draws_and_chains_differ():
     np.testing.assert_array_equal(a.memberships_, b.memberships_)
     np.testing.assert_array_equal(a.concentration_samples_, b.concentration_samples_)
     pd.testing.assert_series_equal(
-        a.predict_proba(["item1"], ["item2"], worker="user3"),
-        b.predict_proba(["item1"], ["item2"], worker="user3"),
+        a.predict_proba(["item1"], ["item2"], workers=["user3"]),
+        b.predict_proba(["item1"], ["item2"], workers=["user3"]),
     )
     assert not np.array_equal(a.concentration_samples_[0], a.concentration_samples_[1])
     c = small_fit(8, concentration_prior=(1.0, 1.0))
@@ -341,8 +341,8 @@ def test_chains_in_processes_give_the_same_draws():
     np.testing.assert_array_equal(alone.memberships_, forked.memberships_)
     np.testing.assert_array_equal(alone.concentration_samples_, forked.concentration_samples_)
     pd.testing.assert_series_equal(
-        alone.predict_proba(["item1"], ["item2"], worker="user3"),
-        forked.predict_proba(["item1"], ["item2"], worker="user3"),
+        alone.predict_proba(["item1"], ["item2"], workers=["user3"]),
+        forked.predict_proba(["item1"], ["item2"], workers=["user3"]),
     )
 
 
@@ -361,8 +361,8 @@ def test_save_and_load_round_trip(tmp_path):
     )
     pd.testing.assert_series_equal(loaded.n_communities_, model.n_communities_)
     workers = model.worker_ids_[:4].tolist()
-    a = model.predict_proba(["item0"] * 4, ["item5"] * 4, worker=workers)
-    b = loaded.predict_proba(["item0"] * 4, ["item5"] * 4, worker=workers)
+    a = model.predict_proba(["item0"] * 4, ["item5"] * 4, workers=workers)
+    b = loaded.predict_proba(["item0"] * 4, ["item5"] * 4, workers=workers)
     pd.testing.assert_series_equal(a, b, check_exact=True)
     pd.testing.assert_series_equal(
         loaded.predict_proba(["item1"], ["item2"]),
@@ -382,8 +382,8 @@ def test_estimator_with_every_item_inducing_equals_the_exact_one(tmp_path):
     sparse = CommunityPreferences(n_inducing=15, **params).fit(sim.comparisons, items=sim.items)
     np.testing.assert_array_equal(sparse.memberships_, exact.memberships_)
     ids = sim.items.index
-    want = exact.predict_proba(ids[:7], ids[7:14], worker="user4")
-    got = sparse.predict_proba(ids[:7], ids[7:14], worker="user4")
+    want = exact.predict_proba(ids[:7], ids[7:14], workers=["user4"] * 7)
+    got = sparse.predict_proba(ids[:7], ids[7:14], workers=["user4"] * 7)
     np.testing.assert_allclose(got, want, atol=1e-6)
     pd.testing.assert_frame_equal(
         sparse.community_utility_, exact.community_utility_, check_exact=False, atol=1e-6
@@ -395,8 +395,8 @@ def test_estimator_with_every_item_inducing_equals_the_exact_one(tmp_path):
     loaded = load(path)
     assert loaded.n_inducing == 6
     pd.testing.assert_series_equal(
-        loaded.predict_proba(ids[:7], ids[7:14], worker="user4"),
-        few.predict_proba(ids[:7], ids[7:14], worker="user4"),
+        loaded.predict_proba(ids[:7], ids[7:14], workers=["user4"] * 7),
+        few.predict_proba(ids[:7], ids[7:14], workers=["user4"] * 7),
     )
 
 
@@ -414,7 +414,7 @@ def test_single_comparison_users_disjoint_items_and_ties():
         model = CommunityPreferences(n_sweeps=4, burn_in=1, random_state=0).fit(frame)
     assert model.n_ties_dropped_ == 1
     assert set(model.partition_.index) == {"w1", "w2", "w3", "w4"}
-    p = model.predict_proba(["a", "e"], ["b", "f"], worker=["w1", "w4"])
+    p = model.predict_proba(["a", "e"], ["b", "f"], workers=["w1", "w4"])
     assert p.between(0, 1).all()
     half = CommunityPreferences(ties="half", n_sweeps=3, burn_in=1, random_state=0).fit(frame)
     assert half.n_ties_dropped_ == 0
@@ -448,19 +448,26 @@ def test_bad_parameters(params, message):
 
 def test_not_fitted_and_bad_predictions():
     with pytest.raises(NotFittedError, match="CommunityPreferences is not fitted"):
-        CommunityPreferences().predict_proba(["a"], ["b"], worker="u0")
+        CommunityPreferences().predict_proba(["a"], ["b"], workers=["u0"])
     with pytest.raises(NotFittedError):
         communities_table(CommunityPreferences())
     comparisons, items = tiny_problem()
     model = CommunityPreferences(n_sweeps=3, burn_in=1, random_state=0)
     model.fit(comparisons, items=items)
-    with pytest.raises(ValueError, match=r"worker\(s\) not seen in fit: \['zz'\]"):
-        model.predict_proba(["a"], ["b"], worker="zz")
+    # a worker not seen in fit is a new member of the crowd, with a warning
+    with pytest.warns(DataWarning, match=r"worker\(s\) not seen in fit \(\['zz'\]\); predicting"):
+        unseen = model.predict_proba(["a"], ["b"], workers=["zz"])
+    assert unseen.iloc[0] == pytest.approx(model.predict_proba(["a"], ["b"]).iloc[0])
     with pytest.raises(ValueError, match=r"item id\(s\) were not seen in fit"):
-        model.predict_proba(["a"], ["q"], worker="u0")
+        model.predict_proba(["a"], ["q"], workers=["u0"])
     with pytest.raises(ValueError, match="2 left and 1 right"):
-        model.predict_proba(["a", "b"], ["c"], worker="u0")
+        model.predict_proba(["a", "b"], ["c"], workers=["u0", "u0"])
     with pytest.raises(ValueError, match="2 workers for 1 pairs"):
-        model.predict_proba(["a"], ["c"], worker=["u0", "u1"])
+        model.predict_proba(["a"], ["c"], workers=["u0", "u1"])
+    with pytest.warns(DeprecationWarning, match="use workers="):  # the old name, for a release
+        old = model.predict_proba(["a"], ["c"], worker="u0")
+    assert old.equals(model.predict_proba(["a"], ["c"], workers=["u0"]))
+    with pytest.raises(ValueError, match="predicts the items and workers seen in fit only"):
+        model.predict_proba(["a"], ["c"], items=items)
     with pytest.raises(ValueError, match="n_inducing=3 needs item features"):
         CommunityPreferences(n_inducing=3).fit(comparisons)

@@ -55,7 +55,7 @@ def test_robust_noise_keeps_the_error_when_a_tenth_of_workers_answer_at_random()
     """The random workers' answers replace honest ones, so some error is lost with them (the
     oracle that drops them knowingly shows how much); averaged over seeds the robust model stays
     within 10% of its clean-data error and close to the oracle. Measured (seeds 0-5): ratio
-    1.066, oracle 1.063 (benchmarks/results/continuous_recovery.md has 10 seeds)."""
+    1.066, oracle 1.063 (benchmarks/values/results/continuous_recovery.md has 10 seeds)."""
     ratios, oracle = [], []
     for seed in range(6):
         clean, truth, _ = simulate(seed=seed)

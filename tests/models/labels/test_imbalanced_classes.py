@@ -10,7 +10,7 @@ Pinned against majority vote (minus 0.005) on the mean over the three sets. Know
   likelihood apart: 0.708 against majority vote's 0.837, 0.916 with a flat prior (test
   below). A prior as strong as the share of two-view tasks (flat once every task has three
   labels) fixed this but broke three-label starts of the real sets (bluebird 0.556, web 0.528
-  against majority vote's 0.698, 0.627; ``benchmarks/results/active_sparse_two_view.md``).
+  against majority vote's 0.698, 0.627; ``benchmarks/active/results/active_sparse_two_view.md``).
   CommunityDawidSkene had the same fault (0.765 with Dirichlet(30)); it now fits with a flat
   prior and refits with the strong one only when a class vanishes (0.907 here). Issue 16.
 - M-MSR estimates skills from the agreement of pairs of workers and has no class prior: 0.828

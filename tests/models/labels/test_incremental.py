@@ -96,7 +96,7 @@ def test_warm_start_refuses_mismatches(data, tmp_path):
     other = Labels(data.labels, classes=[0, 1, 2, 3])
     with pytest.raises(ValueError, match=r"classes \[0, 1, 2\] differ from the labels' classes"):
         DawidSkene().fit(other, init=ds)
-    with pytest.raises(TypeError, match="single pass: there is nothing to continue"):
+    with pytest.raises(TypeError, match="MajorityVote cannot warm-start: fit it without init"):
         MajorityVote().fit(labels, init=ds)
     with pytest.raises(FileNotFoundError, match="model file not found"):
         DawidSkene().fit(labels, init=tmp_path / "missing.npz")

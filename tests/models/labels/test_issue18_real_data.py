@@ -1,6 +1,7 @@
 """GLAD, MACE, KOS, M-MSR, Wawa, Zero-Based Skill and gold majority vote on the shared real
 label sets (slow: they need ``CROWDBAYES_DATA``). The numbers are those of
-``benchmarks/results/labels_accuracy_issue18.md`` (crowd-kit's beside them), a little below."""
+``benchmarks/labels/results/labels_accuracy_issue18.md`` (crowd-kit's beside them), a little
+below."""
 
 from __future__ import annotations
 

@@ -7,7 +7,7 @@ scored 0.500 claiming 0.996). Pinned on the 12 shared sets with gold, against ma
 (minus 0.005), on the mean over three random starts (the label pool's seeds 0, 1, 2).
 
 HierarchicalAnnotation runs at one label per task only (its 72 fits at both budgets take
-minutes; two labels: ``benchmarks/results/active_sparse_hierarchical.md``). Left out:
+minutes; two labels: ``benchmarks/active/results/active_sparse_hierarchical.md``). Left out:
 GoldMajorityVote (it needs gold, which a sparse start does not give it) and the models of
 other data (ordinal grades, features, continuous values). KOS is binary: it runs on the binary
 sets only.

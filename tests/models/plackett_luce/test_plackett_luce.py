@@ -368,7 +368,7 @@ def test_rank_summary_and_scores():
     assert table["p_top_k"].sum() == pytest.approx(5.0)
     truth = pd.Series(rankings.X @ theta, index=rankings.item_ids)
     assert truth[table.index[:5]].min() > truth.quantile(0.8)
-    scores = model.score()
+    scores = model.predict_utility()
     np.testing.assert_allclose(scores["mean"], rankings.X @ model.coef_.to_numpy())
 
 
@@ -385,7 +385,7 @@ def test_many_new_items_are_scored_without_their_full_covariance():
     X = rng.normal(size=(n, 5))
     items = pd.DataFrame(X, columns=[f"x{j}" for j in range(5)], index=[f"i{k}" for k in range(n)])
     mu, cov = model.coef_.to_numpy(), model.coef_cov_.to_numpy()
-    scores = model.score(items)
+    scores = model.predict_utility(items)
     np.testing.assert_allclose(scores["mean"], X @ mu)
     np.testing.assert_allclose(scores["sd"], np.sqrt(np.einsum("ij,jk,ik->i", X, cov, X)))
     shapes = []
@@ -403,9 +403,9 @@ def test_new_items_are_scored_from_their_features():
     rankings, _ = simulate_rankings(11, n_queries=100)
     model = PlackettLuceMAP().fit(rankings)
     new = pd.DataFrame({"x0": [1.0], "x1": [0], "x2": [0], "x3": [0], "x4": [0]}, index=["new"])
-    assert model.score(new).loc["new", "mean"] == pytest.approx(model.coef_["x0"])
+    assert model.predict_utility(new).loc["new", "mean"] == pytest.approx(model.coef_["x0"])
     with pytest.raises(ValueError, match=r"missing feature column\(s\) \['x4'\]"):
-        model.score(new.drop(columns="x4"))
+        model.predict_utility(new.drop(columns="x4"))
 
 
 def test_choice_log_proba_of_a_point_estimate_is_the_softmax():
@@ -423,7 +423,7 @@ def test_choice_log_proba_of_a_point_estimate_is_the_softmax():
 )
 def test_not_fitted(model):
     with pytest.raises(NotFittedError):
-        model.score()
+        model.predict_utility()
 
 
 def test_feature_models_need_features():
@@ -451,7 +451,7 @@ def test_save_and_load_round_trip(tmp_path, model, with_features):
     model.save(path)
     loaded = load(path)
     assert type(loaded) is type(model)
-    ids = model.score().index[:4]
+    ids = model.predict_utility().index[:4]
     np.testing.assert_allclose(
         loaded.predict_proba(ids[:2], ids[2:4]), model.predict_proba(ids[:2], ids[2:4])
     )

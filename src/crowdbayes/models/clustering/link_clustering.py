@@ -21,11 +21,11 @@ somebody else also judged. An item that one worker put in the wrong group and no
 fits the links perfectly in the cluster of that group, so VB puts it there instead of charging
 the worker an error; on data where most errors are of this kind, :math:`\alpha` is not
 identifiable from links while :math:`\beta` is. Measurements on the real MNIST annotations are
-in ``benchmarks/results/cluster_link_vb_notes.md``. :meth:`LinkClustering.worker_posterior`
+in ``benchmarks/cluster/results/cluster_link_vb_notes.md``. :meth:`LinkClustering.worker_posterior`
 gives each worker's posterior given the fitted q(z) on a chosen subset of the links, e.g. those
 between items seen by two workers or more
 (:func:`crowdbayes.metrics.clustering.links_between_items_seen_by`), where the workers can be
-judged (``benchmarks/results/cluster_semicrowd.md``, section 6).
+judged (``benchmarks/cluster/results/cluster_semicrowd.md``, section 6).
 
 References
 ----------
@@ -54,13 +54,13 @@ from ...base import (
     POSITIVE_INT,
     RANDOM_STATE,
     TOLERANCE,
-    Estimator,
     PositivePair,
 )
 from ...data.io import TableLike
 from ...data.links import Links, as_links
 from ...exceptions import ConvergenceWarning
 from ...maths import beta_credible_interval, dirichlet_expected_log, dirichlet_marginal_summary
+from ...roles import Clusterer
 from .link_graph import LinkGraph
 from .link_search import block_search, contraction_start, greedy_start, kempe_search
 from .link_vb import LinkStatistics, LinkVBState, iterate_link_vb, soften
@@ -68,7 +68,7 @@ from .link_vb import LinkStatistics, LinkVBState, iterate_link_vb, soften
 __all__ = ["LinkClustering"]
 
 
-class LinkClustering(Estimator):
+class LinkClustering(Clusterer):
     r"""Cluster items from noisy must-link / cannot-link judgments by variational Bayes.
 
     Mean-field VB over cluster assignments :math:`q(z_i)`, cluster proportions
@@ -140,6 +140,10 @@ class LinkClustering(Estimator):
     n_iter_, converged_ : int, bool
         Of the kept restart.
     """
+
+    _tags = {"posterior": "approximate"}
+    _diagnostics = {"iterations": "n_iter_", "converged": "converged_", "elbo": "elbo_"}
+    _traces = {"elbo_history_": "ELBO"}
 
     parameter_constraints = {
         "n_clusters": [POSITIVE_INT],
@@ -232,20 +236,6 @@ class LinkClustering(Estimator):
             links.item_ids, linked[order], links.worker_ids, worker_links, best, best_run
         )
         return self
-
-    def fit_predict(self, links: Links | TableLike) -> pd.Series:
-        """Fit, then return ``assignments_``."""
-        return self.fit(links).assignments_
-
-    def predict(self) -> pd.Series:
-        """The most probable cluster of every linked item."""
-        self.check_is_fitted()
-        return self.assignments_
-
-    def predict_proba(self) -> pd.DataFrame:
-        """Posterior cluster probabilities of every linked item."""
-        self.check_is_fitted()
-        return self.probas_
 
     def worker_posterior(
         self,
@@ -454,6 +444,7 @@ class LinkClustering(Estimator):
         self.prevalence_ = pd.Series(prevalence / prevalence.sum(), index=clusters, name="share")
         self.n_clusters_used_ = int(self.assignments_.nunique())
         self.workers_ = self._worker_table(worker_ids, worker_links, state)
+        self.credible_level_ = float(self.credible_level)
         self.worker_params_ = pd.DataFrame(
             np.hstack([state.alpha, state.beta]),
             index=self.workers_.index,

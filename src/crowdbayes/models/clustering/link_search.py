@@ -41,7 +41,7 @@ The moves
 restarts, improves each with :func:`block_search`, runs VB, and polishes the VB solution with
 :func:`kempe_search` (each followed by VB, kept while the ELBO rises). What these searches
 reach on the real MNIST annotations, and the searches tried before them, is recorded in
-``benchmarks/results/cluster_link_vb_notes.md``.
+``benchmarks/cluster/results/cluster_link_vb_notes.md``.
 
 References
 ----------

@@ -2,26 +2,32 @@
 Gibbs over community memberships with EP community posteriors inside (Abbasnejad et al., 2013).
 """
 
-from ._adf import adf_log_evidence
-from ._crp import (
-    canonical_labels,
-    co_membership,
-    crp_log_prior,
-    least_squares_partition,
-    sample_concentration,
-)
-from .estimator import CommunityPreferences, communities_table
-from .simulate import SimulatedCommunities, simulate_community_preferences
+from ..._catalogue import ModelEntry
+from ..._utils import lazy_exports
 
-__all__ = [
-    "CommunityPreferences",
-    "communities_table",
-    "simulate_community_preferences",
-    "SimulatedCommunities",
-    "adf_log_evidence",
-    "crp_log_prior",
-    "sample_concentration",
-    "co_membership",
-    "least_squares_partition",
-    "canonical_labels",
-]
+#: the family's models as the command line offers them (:mod:`crowdbayes._catalogue`)
+COMMAND_LINE = (
+    ModelEntry(
+        "prefs",
+        "dpm-gp",
+        "crowdbayes.models.communities.estimator:CommunityPreferences",
+        "communities of preferences: Dirichlet-process mixture of GPs (EP + Gibbs)",
+        ("--lengthscale", "--ties"),
+    ),
+)
+
+#: the module of every public name, and the names it defines (imported on first use)
+_EXPORTS = {
+    "._adf": ("adf_log_evidence",),
+    "._crp": (
+        "canonical_labels",
+        "co_membership",
+        "crp_log_prior",
+        "least_squares_partition",
+        "sample_concentration",
+    ),
+    ".estimator": ("CommunityPreferences", "communities_table"),
+    ".simulate": ("SimulatedCommunities", "simulate_community_preferences"),
+}
+
+__all__, __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

@@ -16,14 +16,13 @@ from ...base import (
     POSITIVE,
     POSITIVE_INT,
     RANDOM_STATE,
-    Estimator,
     Interval,
     Options,
     PositivePair,
 )
 from ...data.comparisons import Comparisons, as_comparisons
 from ...data.validate import show_values
-from ...exceptions import ConvergenceWarning
+from ...exceptions import ConvergenceWarning, DataWarning
 from ...gp import (
     EP,
     TIE_POLICIES,
@@ -39,6 +38,7 @@ from ...inference import rhat
 from ...inference.parallel import resolve_n_jobs
 from ...kernels import Kernel
 from ...linalg import safe_cholesky
+from ...roles import PairwiseScorer
 from ._crp import canonical_labels, co_membership, least_squares_partition
 from .community import SamplerSettings, UserData, fit_community
 from .sampler import SAMPLERS, sample_chains
@@ -46,7 +46,7 @@ from .sampler import SAMPLERS, sample_chains
 __all__ = ["CommunityPreferences", "communities_table"]
 
 
-class CommunityPreferences(Estimator):
+class CommunityPreferences(PairwiseScorer):
     """Community preferences: a Dirichlet-process mixture of GP preference functions
     (Abbasnejad, Sanner, Bonilla & Poupart, IJCAI 2013).
 
@@ -135,6 +135,16 @@ class CommunityPreferences(Estimator):
     n_split_merge_accepted_ : int
         Accepted split–merge moves over all chains.
     """
+
+    _tags = {"features": "optional", "posterior": "sampled", "personal_predictions": True}
+    _diagnostics = {
+        "chains": "n_chains",
+        "sweeps": "n_sweeps",
+        "rhat_n_communities": "rhat_n_communities_",
+        "ties_dropped": "n_ties_dropped_",
+    }
+    _traces = {"history_": "communities per sweep (each chain)"}
+    _rhats = ("rhat_n_communities_",)
 
     parameter_constraints = {
         **ITEM_PRIOR_CONSTRAINTS,
@@ -394,42 +404,42 @@ class CommunityPreferences(Estimator):
                 )
         return codes
 
-    def predict_proba(self, left: Sequence, right: Sequence, worker=None) -> pd.Series:
-        """Personal ``P(left ≻ right)`` averaged over the posterior of the worker's community.
+    def predict_proba(
+        self,
+        left: Sequence,
+        right: Sequence,
+        items=None,
+        *,
+        workers=None,
+        worker_features=None,
+        worker=None,
+    ) -> pd.Series:
+        """Personal ``P(left ≻ right)`` averaged over the posterior of the worker's community
+        (:class:`~crowdbayes.roles.ItemScorer`; ``worker=`` is the old name of ``workers``,
+        one id for every pair or one per pair).
 
-        For draw ``s`` in which ``worker`` belongs to community ``c``, the community's EP
+        For draw ``s`` in which a worker belongs to community ``c``, the community's EP
         posterior gives ``Φ(E[f_l - f_r] / √(2σ² + Var[f_l - f_r]))``; the result is the mean
-        over the stored draws. ``worker``: one id for all pairs, one id per pair, or None for a
-        new worker (the CRP predictive: community ``c`` with weight ``n_c / (U + λ)``, a new
-        community, i.e. ``½``, with weight ``λ / (U + λ)``).
+        over the stored draws. A pair without a worker, or with a worker not seen in fit (with
+        a warning), gets the prediction for a new member of the crowd: the CRP predictive,
+        community ``c`` with weight ``n_c / (U + λ)`` and a new community (``½``) with weight
+        ``λ / (U + λ)``.
         """
-        self.check_is_fitted()
-        left, right = pd.Index(list(left)), pd.Index(list(right))
-        if len(left) != len(right):
-            raise ValueError(f"predict_proba: {len(left)} left and {len(right)} right items")
-        n_pairs, n_draws = len(left), len(self._predictive)
-        weights = np.zeros((n_pairs, len(self._versions)))
-        if worker is None:
-            new_weight = np.zeros(n_pairs)
-            U = len(self.worker_ids_)
-            for draw, lam in zip(self._predictive, self._pred_lam, strict=True):
-                versions, sizes = np.unique(draw, return_counts=True)
-                weights[:, versions] += sizes / (U + lam) / n_draws
-                new_weight += lam / (U + lam) / n_draws
-        else:
+        if worker is not None:
+            warnings.warn(
+                "predict_proba(worker=...) is deprecated: use workers=",
+                DeprecationWarning,
+                stacklevel=2,
+            )
             many = not np.isscalar(worker) and not isinstance(worker, tuple)
-            wanted = pd.Index(list(worker) if many else [worker] * n_pairs)
-            if len(wanted) != n_pairs:
-                raise ValueError(f"predict_proba: {len(wanted)} workers for {n_pairs} pairs")
-            users = self.worker_ids_.get_indexer(wanted)
-            if (users < 0).any():
-                raise ValueError(
-                    f"predict_proba: worker(s) not seen in fit: "
-                    f"{show_values(wanted[users < 0].unique())}; pass worker=None for a new one"
-                )
-            rows = np.repeat(np.arange(n_pairs), n_draws)
-            np.add.at(weights, (rows, self._predictive[:, users].T.ravel()), 1.0 / n_draws)
-            new_weight = np.zeros(n_pairs)
+            workers = list(worker) if many else [worker] * len(list(left))
+        return super().predict_proba(
+            left, right, items, workers=workers, worker_features=worker_features
+        )
+
+    def _pair_proba(self, left, right, items=None, *, workers=None, worker_features=None):
+        self._refuse_new_items(items, worker_features)
+        weights, new_weight = self._community_weights(len(left), workers, "predict_proba")
         ids = left.append(right).unique()
         X = self._X[self._item_rows(ids, "predict_proba")]
         li, ri = ids.get_indexer(left), ids.get_indexer(right)
@@ -441,8 +451,83 @@ class CommunityPreferences(Estimator):
         for version in np.flatnonzero(weights.any(axis=0)):
             mean_d, var_d = self._version_posterior(version).predict(K_diff, prior_var)
             p = p + weights[:, version] * pair_probabilities(mean_d, var_d, self.noise)
-        index = pd.MultiIndex.from_arrays([left, right], names=["left", "right"])
-        return pd.Series(p, index=index, name="p_left")
+        return p
+
+    def _utility(self, items, *, worker=None, worker_features=None) -> pd.DataFrame:
+        """Posterior ``mean`` and ``sd`` of the utilities of fitted ``items`` (all by default)
+        for ``worker`` (None: a new member of the crowd): the mixture over the stored draws of
+        the worker's community posteriors, a new community contributing the GP prior."""
+        self._refuse_new_items(items, worker_features)
+        ids = self.item_ids_ if items is None else pd.Index(list(items))
+        X = self._X[self._item_rows(ids, "predict_utility")]
+        who = None if worker is None else [worker]
+        weights, new_weight = self._community_weights(1, who, "predict_utility")
+        prior = self.kernel_.diag(X)
+        K_cross = self.kernel_(self._X[self._train], X)
+        mean = np.zeros(len(ids))
+        second = new_weight[0] * prior
+        for version in np.flatnonzero(weights[0]):
+            m, v = self._version_posterior(version).predict(K_cross, prior)
+            mean += weights[0, version] * m
+            second += weights[0, version] * (v + m**2)
+        sd = np.sqrt(np.maximum(second - mean**2, 0.0))
+        return pd.DataFrame({"mean": mean, "sd": sd}, index=pd.Index(ids, name="item"))
+
+    @property
+    def worker_groups_(self) -> pd.Series:
+        """Each worker's community (``partition_``)."""
+        return self.partition_
+
+    @property
+    def utility_(self) -> pd.DataFrame:
+        """Each fitted item's utility for a new member of the crowd (:meth:`predict_utility`)."""
+        return self.predict_utility()
+
+    def item_table(self) -> pd.DataFrame:
+        """One row per item: ``mean_<c>`` and ``sd_<c>`` of each community ``c`` of the point
+        partition (``community_utility_``; what ``prefs fit --out`` writes)."""
+        self.check_is_fitted()
+        wide = self.community_utility_.unstack("community")
+        wide.columns = [f"{stat}_{community}" for stat, community in wide.columns]
+        return wide
+
+    def _refuse_new_items(self, items, worker_features) -> None:
+        if items is not None or worker_features is not None:
+            raise ValueError(
+                f"{type(self).__name__} predicts the items and workers seen in fit only (no "
+                "feature tables)"
+            )
+
+    def _community_weights(self, n_rows: int, workers, what: str) -> tuple[np.ndarray, np.ndarray]:
+        """``(weights, new_weight)``: per row, the posterior weight of every stored community
+        posterior (rows × versions) and of a new community, for the row's worker (None: a new
+        member of the crowd; a worker not seen in fit is one, with a warning)."""
+        n_draws, U = len(self._predictive), len(self.worker_ids_)
+        weights = np.zeros((n_rows, len(self._versions)))
+        new_weight = np.zeros(n_rows)
+        users = np.full(n_rows, -1)
+        if workers is not None:
+            wanted = pd.Index(list(workers))
+            users = self.worker_ids_.get_indexer(wanted)
+            if (users < 0).any():
+                warnings.warn(
+                    f"{what}: {int((users < 0).sum())} row(s) name worker(s) not seen in fit "
+                    f"({show_values(wanted[users < 0].unique())}); predicting for a new member "
+                    "of the crowd for them",
+                    DataWarning,
+                    stacklevel=4,
+                )
+        crowd = users < 0
+        if crowd.any():
+            for draw, lam in zip(self._predictive, self._pred_lam, strict=True):
+                versions, sizes = np.unique(draw, return_counts=True)
+                weights[np.ix_(crowd, versions)] += sizes / (U + lam) / n_draws
+                new_weight[crowd] += lam / (U + lam) / n_draws
+        seen = np.flatnonzero(~crowd)
+        if seen.size:
+            rows = np.repeat(seen, n_draws)
+            np.add.at(weights, (rows, self._predictive[:, users[seen]].T.ravel()), 1.0 / n_draws)
+        return weights, new_weight
 
 
 def communities_table(model: CommunityPreferences) -> pd.DataFrame:

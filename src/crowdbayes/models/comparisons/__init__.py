@@ -10,7 +10,32 @@ Unlike :mod:`crowdbayes.models.gp_preference` these models need no item features
 compared item gets its own score.
 """
 
-from .bradley_terry import BradleyTerry, CrowdBT
-from .simulate import SimulatedComparisons, simulate_crowd_comparisons
+from ..._catalogue import ModelEntry
+from ..._utils import lazy_exports
 
-__all__ = ["BradleyTerry", "CrowdBT", "SimulatedComparisons", "simulate_crowd_comparisons"]
+#: the family's models as the command line offers them (:mod:`crowdbayes._catalogue`)
+COMMAND_LINE = (
+    ModelEntry(
+        "prefs",
+        "bt",
+        "crowdbayes.models.comparisons.bradley_terry:BradleyTerry",
+        "Bradley-Terry scores with Davidson ties, Laplace intervals (no item features)",
+        ("--max-iter", "--tol", "--tie-model"),
+    ),
+    ModelEntry(
+        "prefs",
+        "crowd-bt",
+        "crowdbayes.models.comparisons.crowd_bt:CrowdBT",
+        "Crowd-BT: Bradley-Terry with each worker's reliability (VB; no item features)",
+        ("--max-iter", "--tol", "--tie-model", "--noise"),
+    ),
+)
+
+#: the module of every public name, and the names it defines (imported on first use)
+_EXPORTS = {
+    ".bradley_terry": ("BradleyTerry",),
+    ".crowd_bt": ("CrowdBT",),
+    ".simulate": ("SimulatedComparisons", "simulate_crowd_comparisons"),
+}
+
+__all__, __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

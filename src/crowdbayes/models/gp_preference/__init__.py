@@ -11,8 +11,58 @@ engine they are given (:mod:`crowdbayes.gp`: ``EP``, ``Laplace``, ``VI``, ``SVI`
 likelihood, the posteriors and the inference algorithms live.
 """
 
-from .crowd import CrowdGPPL
-from .ep import GPPreferenceEP
-from .gppl import GPPL, GPPLVI, GPPLLaplace
+from ..._catalogue import ModelEntry
+from ..._utils import lazy_exports
 
-__all__ = ["GPPreferenceEP", "GPPL", "GPPLVI", "GPPLLaplace", "CrowdGPPL"]
+#: the options of the models fitted by stochastic variational inference on the command line
+_SVI = ("--inducing", "--batch-size", "--max-iter", "--tol", "--lengthscale", "--ties")
+#: the options of the models of small data on the command line
+_SMALL = ("--max-iter", "--tol", "--lengthscale", "--ties")
+
+#: the family's models as the command line offers them (:mod:`crowdbayes._catalogue`)
+COMMAND_LINE = (
+    ModelEntry(
+        "prefs",
+        "gppl",
+        "crowdbayes.models.gp_preference.gppl:GPPL",
+        "GPPL by stochastic variational inference with inducing points",
+        _SVI,
+    ),
+    ModelEntry(
+        "prefs",
+        "crowdgppl",
+        "crowdbayes.models.gp_preference.crowd:CrowdGPPL",
+        "crowdGPPL: consensus plus personal preferences of each worker (SVI)",
+        ("--components", *_SVI),
+    ),
+    ModelEntry(
+        "prefs",
+        "gppl-vi",
+        "crowdbayes.models.gp_preference.gppl:GPPLVI",
+        "GPPL by full-batch variational inference (small data)",
+        _SMALL,
+    ),
+    ModelEntry(
+        "prefs",
+        "gppl-laplace",
+        "crowdbayes.models.gp_preference.gppl:GPPLLaplace",
+        "GPPL by the Laplace approximation (small data)",
+        _SMALL,
+    ),
+    ModelEntry(
+        "prefs",
+        "ep",
+        "crowdbayes.models.gp_preference.ep:GPPreferenceEP",
+        "GP preference learning by expectation propagation (small data)",
+        _SMALL,
+    ),
+)
+
+#: the module of every public name, and the names it defines (imported on first use)
+_EXPORTS = {
+    ".crowd": ("CrowdGPPL",),
+    ".ep": ("GPPreferenceEP",),
+    ".gppl": ("GPPL", "GPPLVI", "GPPLLaplace"),
+}
+
+__all__, __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

@@ -27,6 +27,7 @@ from typing import ClassVar
 import numpy as np
 import pandas as pd
 
+from ...base import OptionalResult
 from ...data.comparisons import Comparisons, as_comparisons
 from ...gp import (
     SVI,
@@ -51,7 +52,14 @@ class GPPLBase(GPPreferenceBase):
     (:meth:`_inference`) and declare their parameters."""
 
     _abstract = True
+    _tags = {"posterior": "approximate"}
     _transient = ("optimize_result_", "_item_cross")
+    _diagnostics = {
+        "lower_bound": "lower_bound_",
+        "log_marginal_likelihood": "log_marginal_likelihood_",
+    }
+    #: set by the inference strategies that compute it (VI, Laplace)
+    log_marginal_likelihood_ = OptionalResult()
     #: a warm start keeps the previous design (kernel and K-means inducing inputs) while the
     #: compared items number less than this factor times those it was built on
     design_refresh: ClassVar[float] = 1.25
@@ -281,10 +289,9 @@ class GPPLBase(GPPreferenceBase):
         return pairs.expand(*moments)
 
     # ------------------------------------------------------------------ prediction
-    def predict_utility(self, items: Sequence | pd.DataFrame | None = None) -> pd.DataFrame:
+    def _utility(self, items, *, worker=None, worker_features=None) -> pd.DataFrame:
         """Posterior mean and sd of utilities: every item seen in fit (None), known ids, or a
         feature DataFrame indexed by item id (new items, Eqs. 9–10)."""
-        self.check_is_fitted()
         if items is None:
             return self.utility_.copy()
         ids, X = self._resolve(items, "predict_utility")
@@ -305,17 +312,13 @@ class GPPLBase(GPPreferenceBase):
         left, right, X, li, ri = self._pair_items(left, right, items, what)
         return left, right, X[li], X[ri]
 
-    def predict_proba(
-        self, left: Sequence, right: Sequence, items: pd.DataFrame | None = None
-    ) -> pd.Series:
+    def _pair_proba(self, left, right, items=None) -> np.ndarray:
         """``P(left ≻ right) = Φ(E[d] / √(α² + Var[d]))`` with the posterior of the difference
         (2020, Eq. 3). Items not seen in fit need their features in ``items``."""
-        self.check_is_fitted()
         left, right, X, li, ri = self._pair_items(left, right, items, "predict_proba")
         # the cross-kernel once per distinct item, not once per pair
         mean_d, var_d = self._projection.pair_moments(X, li, ri, self._factor, self.scale_)
-        index = pd.MultiIndex.from_arrays([left, right], names=["left", "right"])
-        return pd.Series(pair_probabilities(mean_d, var_d, self.noise), index=index, name="p_left")
+        return pair_probabilities(mean_d, var_d, self.noise)
 
 
 def _same_value(a, b) -> bool:

@@ -75,7 +75,7 @@ class CrowdGPPL(GPPLBase):
         two passes through the data (checked after every pass). With the default schedule the
         bound keeps creeping up slowly as ``ρ_n`` shrinks, so the default 0.02 stops after a
         few passes; lower it (and raise ``max_iter``) to run longer (measurements on a
-        UKPConvArgCrowdSample fold: ``benchmarks/results/crowdgppl_tolerance.md``).
+        UKPConvArgCrowdSample fold: ``benchmarks/prefs/results/crowdgppl_tolerance.md``).
     shape_s0, rate_s0 : float
         Gamma prior of the consensus inverse scale ``s^{(t)}``.
     shape_sv, rate_sv, shape_sw, rate_sw : float
@@ -109,6 +109,12 @@ class CrowdGPPL(GPPLBase):
         after every pass (``inf`` after the first, which has no predecessor).
     """
 
+    _tags = {
+        "worker_features": True,
+        "personal_predictions": True,
+        "personal_questions": True,
+    }
+    _traces = {"bound_history_": "lower bound"}
     parameter_constraints = constraints_of(
         "kernel",
         "lengthscale",
@@ -404,17 +410,11 @@ class CrowdGPPL(GPPLBase):
             )
         return mean, var, known
 
-    def predict_utility(
-        self,
-        items: Sequence | pd.DataFrame | None = None,
-        worker=None,
-        worker_features: pd.DataFrame | None = None,
-    ) -> pd.DataFrame:
+    def _utility(self, items, *, worker=None, worker_features=None) -> pd.DataFrame:
         """Consensus utilities (``worker=None``), or worker ``worker``'s personal utilities
         ``t̂ + Σ_c v̂_c ŵ_{c,j}`` with their sd (items as for :meth:`GPPL.predict_utility`;
         also for items nobody compared, given their features)."""
-        self.check_is_fitted()
-        consensus = super().predict_utility(items)
+        consensus = super()._utility(items)
         if worker is None:
             return consensus
         ids = consensus.index
@@ -428,37 +428,25 @@ class CrowdGPPL(GPPLBase):
             var += (w_mean[c, 0] ** 2 + w_var[c, 0]) * var_c + w_var[c, 0] * m_c**2
         return pd.DataFrame({"mean": mean, "sd": np.sqrt(var)}, index=ids)
 
-    def predict_proba(
-        self,
-        left: Sequence,
-        right: Sequence,
-        items: pd.DataFrame | None = None,
-        workers: Sequence | None = None,
-        worker_features: pd.DataFrame | None = None,
-    ) -> pd.Series:
+    def _pair_proba(self, left, right, items=None, *, workers=None, worker_features=None):
         """``P(left ≻ right)``: the consensus (``workers=None``) or each row's worker's personal
         probability ``Φ(E[Δf] / √(α² + Var[Δf]))`` (2020, Eqs. 3, 25). Workers not seen in fit
         (and not described by ``worker_features``) get the consensus, with a warning."""
-        self.check_is_fitted()
         if workers is None:
-            return super().predict_proba(left, right, items)
+            return super()._pair_proba(left, right, items)
         left, right, Xl, Xr = self._pair_rows(left, right, items, "predict_proba")
         workers = list(workers)
-        if len(workers) != len(left):
-            raise ValueError(f"predict_proba: {len(workers)} workers for {len(left)} pairs")
         mean, var = self._projection.difference_moments(Xl, Xr, self._factor, self.scale_)
         w_mean, w_var, _ = self._worker_moments(workers, "predict_proba", worker_features)
         for c, (v, s) in enumerate(zip(self._components, self._component_scales, strict=True)):
             m_c, var_c = self._projection.difference_moments(Xl, Xr, v, s)
             mean = mean + m_c * w_mean[c]
             var = var + (w_mean[c] ** 2 + w_var[c]) * var_c + w_var[c] * m_c**2
-        index = pd.MultiIndex.from_arrays([left, right], names=["left", "right"])
-        return pd.Series(pair_probabilities(mean, var, self.noise), index=index, name="p_left")
+        return pair_probabilities(mean, var, self.noise)
 
     # ------------------------------------------------------------------ what to ask next
-    personal_questions = True
     #: BALD best first, not GPPL's ``"mixed"``: on the UKPConvArg crowd labels, 32 folds, area
-    #: 0.689 against 0.677 (benchmarks/results/active_pairs_crowd_mixed_32.md)
+    #: 0.689 against 0.677 (benchmarks/active/results/active_pairs_crowd_mixed_32.md)
     default_question_strategy: ClassVar[str] = "information"
 
     def _answer_model(self, questions, pairs, mean, var, learnable):
@@ -482,7 +470,7 @@ class CrowdGPPL(GPPLBase):
         Valued by it, best first, every question went to the workers already seen and the
         consensus stayed confounded with their tastes: on the UKPConvArg crowd labels (32
         folds) choosing the worker that way scored below worker-blind BALD (area 0.669
-        against 0.689, ``benchmarks/results/active_pairs_crowd_32.md``); at the prior, the
+        against 0.689, ``benchmarks/active/results/active_pairs_crowd_32.md``); at the prior, the
         questions go to the worker least likely to say "equal"
         (``active_pairs_crowd_workers_prior.md``). With ``learnable`` the consensus and
         component variances are those an answer can inform

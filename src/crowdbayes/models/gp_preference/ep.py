@@ -4,7 +4,6 @@ Chu & Ghahramani (2005) given the :class:`~crowdbayes.gp.EP` strategy of the GP 
 from __future__ import annotations
 
 import numbers
-from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
@@ -79,6 +78,8 @@ class GPPreferenceEP(GPPreferenceBase):
     n_ties_dropped_, n_iter_, converged_, history_ : fit diagnostics.
     """
 
+    _tags = {"posterior": "approximate"}
+    _diagnostics = {"log_marginal_likelihood": "log_marginal_likelihood_"}
     parameter_constraints = constraints_of(
         "kernel",
         "lengthscale",
@@ -191,34 +192,28 @@ class GPPreferenceEP(GPPreferenceBase):
         K_cross = self.kernel_(self._X[self._train], X)
         return self._posterior.predict(K_cross, self.kernel_.diag(X))
 
-    def predict_utility(self, items: Sequence | pd.DataFrame | None = None) -> pd.DataFrame:
+    def _utility(self, items, *, worker=None, worker_features=None) -> pd.DataFrame:
         """Posterior mean and sd of the utilities of ``items``.
 
         ``items``: None (every item seen in fit), a list of known item ids, or a feature
         DataFrame indexed by item id (new items get the GP predictive distribution).
         """
-        self.check_is_fitted()
         if items is None:
             return self.utility_.copy()
         ids, X = self._resolve(items, "predict_utility")
         mean, var = self._predict(X)
         return pd.DataFrame({"mean": mean, "sd": np.sqrt(var)}, index=ids)
 
-    def predict_proba(
-        self, left: Sequence, right: Sequence, items: pd.DataFrame | None = None
-    ) -> pd.Series:
+    def _pair_proba(self, left, right, items=None) -> np.ndarray:
         """``P(left ≻ right)`` for each pair, integrating over the joint posterior of the two
         utilities: ``Φ(E[f_l - f_r] / √(2σ² + Var[f_l - f_r]))``.
 
         ``left``, ``right``: equally long sequences of item ids. Items not seen in fit need
         their features in ``items`` (a DataFrame indexed by item id).
         """
-        self.check_is_fitted()
         left, right, X, li, ri = self._pair_items(left, right, items, "predict_proba")
         mean_d, var_d = self._difference_moments(X, li, ri)
-        p = pair_probabilities(mean_d, var_d, self.noise)
-        index = pd.MultiIndex.from_arrays([left, right], names=["left", "right"])
-        return pd.Series(p, index=index, name="p_left")
+        return pair_probabilities(mean_d, var_d, self.noise)
 
     def _difference_moments(
         self, X: np.ndarray, left: np.ndarray, right: np.ndarray

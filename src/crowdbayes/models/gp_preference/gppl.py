@@ -271,7 +271,7 @@ class GPPLLaplace(GPPLBase):
         self.tol = tol
 
     #: Newton's method here always starts from zero (and is cheap on the small data it suits)
-    warm_starts = False
+    _tags = {"warm_start": False}
 
     def _inference(self) -> Laplace:
         return Laplace(max_iter=self.max_iter, tol=self.tol)

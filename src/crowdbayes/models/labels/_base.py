@@ -16,9 +16,9 @@ from ...annotators.questions import (
     held_out_confusion_counts,
     label_question_values,
 )
-from ...base import Estimator
 from ...data import Labels, as_labels
 from ...data.io import TableLike
+from ...roles import LabelAggregator
 
 __all__ = ["LabelModel", "clamp_gold", "feedback_tasks", "vote_share_start"]
 
@@ -111,37 +111,27 @@ def vote_share_start(labels: Labels) -> np.ndarray:
     return resp
 
 
-class LabelModel(Estimator):
-    """Base class: ``fit(labels) -> self``; results in attributes ending in ``_``.
+class LabelModel(LabelAggregator):
+    """The label family's shared machinery under the role :class:`~crowdbayes.roles.
+    LabelAggregator` (which fixes the results every label model holds): ``fit(labels) ->
+    self`` checks the labels and calls the model's ``_fit``, the task and worker results are
+    stored in the user's ids, and :meth:`suggest` values one more label per task (and
+    worker).
 
-    Every model sets at least
-
-    - ``labels_`` — Series: the most probable class of each task (index: the user's task ids);
-    - ``probas_`` — DataFrame (tasks × classes): posterior class probabilities;
-    - ``prevalence_`` — Series: the estimated share of each class;
-    - ``confusion_`` — DataFrame indexed by (worker, true class), one column per observed class:
-      P(worker says column | true class), the posterior mean for Bayesian models;
-    - ``n_iter_``, ``converged_`` and a history of the monitored objective;
-
-    and the models with a confusion matrix per worker also
-
-    - ``held_out_counts_`` — DataFrame shaped like ``confusion_``: each worker's labels counted
-      against the posterior of the task from the other workers' labels, on the tasks someone
-      else labelled too or that have gold
-      (:func:`~crowdbayes.annotators.questions.held_out_confusion_counts`); what
-      :meth:`suggest` reads to choose which worker to ask.
+    The models with a confusion matrix per worker also store ``held_out_counts_`` —
+    DataFrame shaped like ``confusion_``: each worker's labels counted against the posterior
+    of the task from the other workers' labels, on the tasks someone else labelled too or
+    that have gold (:func:`~crowdbayes.annotators.questions.held_out_confusion_counts`); what
+    :meth:`suggest` reads to choose which worker to ask.
     """
 
     _abstract = True
-    #: minimum number of distinct workers the model needs (worker models need two)
-    min_workers = 2
-    #: True for models of ordered grades: they take only ``Labels(..., ordered=True)``, and the
-    #: nominal models (False) take only unordered labels
-    ordinal = False
 
-    def fit(self, labels: Labels | TableLike) -> LabelModel:
-        """Fit the model to ``labels`` (a :class:`~crowdbayes.Labels`, DataFrame or path)."""
+    def fit(self, labels: Labels | TableLike, features=None, *, init=None) -> LabelModel:
+        """Fit the model to ``labels`` (a :class:`~crowdbayes.Labels`, DataFrame or path);
+        ``features`` and ``init`` only for the models that use them (the role's docstring)."""
         self.check_params()
+        self._refuse_unused(features, init)
         labels = self._check_labels(labels)
         self._fit(labels)
         self._set_held_out_counts(labels)
@@ -163,14 +153,15 @@ class LabelModel(Estimator):
                 )
             )
         labels = as_labels(labels)
-        labels.require_workers(self.min_workers, name)
-        if labels.ordered and not self.ordinal:
+        labels.require_workers(self.tags.min_workers, name)
+        ordinal = self.tags.ordered_classes
+        if labels.ordered and not ordinal:
             raise ValueError(
                 f"{name} treats classes as unordered, but these labels are ordered grades "
                 f"{list(labels.classes)}: use an ordinal model (OrdinalDawidSkene), or declare "
                 "the labels with ordered=False to treat the grades as unordered classes"
             )
-        if self.ordinal and not labels.ordered:
+        if ordinal and not labels.ordered:
             raise ValueError(
                 f"{name} models ordered grades, but these labels are unordered classes "
                 f"{list(labels.classes)}: declare the labels with ordered=True (and classes=[...] "
@@ -181,24 +172,6 @@ class LabelModel(Estimator):
     @abstractmethod
     def _fit(self, labels: Labels) -> None:
         """Run inference on encoded labels and set the result attributes."""
-
-    def fit_predict(self, labels: Labels | TableLike) -> pd.Series:
-        """Fit, then return ``labels_``."""
-        return self.fit(labels).labels_
-
-    def fit_predict_proba(self, labels: Labels | TableLike) -> pd.DataFrame:
-        """Fit, then return ``probas_``."""
-        return self.fit(labels).probas_
-
-    def predict(self) -> pd.Series:
-        """The fitted most probable class of each task."""
-        self.check_is_fitted()
-        return self.labels_
-
-    def predict_proba(self) -> pd.DataFrame:
-        """The fitted posterior class probabilities of each task."""
-        self.check_is_fitted()
-        return self.probas_
 
     # ------------------------------------------------------------------ result formatting
     def _set_task_results(
@@ -228,7 +201,7 @@ class LabelModel(Estimator):
         by ``confusion_`` (the posterior mean for a Bayesian model: each label's predictive
         probability given the class). Models without a confusion matrix per worker store
         nothing."""
-        if not hasattr(self, "confusion_") or (add and not hasattr(self, "held_out_counts_")):
+        if not hasattr(self, "confusion_") or (add and self.held_out_counts_ is None):
             return
         k = labels.n_classes
         fitted = pd.Index(self.confusion_.index.get_level_values(0)[::k])
@@ -296,13 +269,6 @@ class LabelModel(Estimator):
     #: what ``strategy="auto"`` means
     default_question_strategy = "information"
 
-    def expected_accuracy(self, tasks=None) -> float:
-        """The accuracy the model expects of its own answers, without gold: the mean over tasks
-        (all, or ``tasks``) of the posterior probability of the most probable class."""
-        self.check_is_fitted()
-        probas = self.probas_ if tasks is None else self.probas_.reindex(pd.Index(tasks))
-        return float(probas.max(axis=1).mean())
-
     def _suggest(self, n, *, candidates, available, strategy, confidence, rng) -> pd.DataFrame:
         """Which task to label next (and by which worker): the value of one more label from
         :func:`~crowdbayes.annotators.questions.label_question_values` for every candidate
@@ -324,7 +290,6 @@ class LabelModel(Estimator):
         if confidence is not None:
             keep = probas.max(axis=1) < confidence
             questions, probas = questions[keep].reset_index(drop=True), probas[keep]
-        strategy = self.default_question_strategy if strategy == "auto" else strategy
         score = label_question_values(probas, self._question_confusion(questions), strategy, rng)
         questions = questions.assign(score=score)
         tie_break = rng.random(len(questions))
@@ -364,7 +329,7 @@ class LabelModel(Estimator):
         from a model saved without them)."""
         k = len(self.classes_)
         workers = pd.Index(self.confusion_.index.get_level_values(0)[::k])
-        held_out = getattr(self, "held_out_counts_", None)
+        held_out = self.held_out_counts_
         if "worker" in questions.columns and held_out is not None:
             counts = held_out.reindex(self.confusion_.index).fillna(0.0).to_numpy()
             matrices, typical = held_out_confusion(counts.reshape(-1, k, k))
@@ -376,14 +341,3 @@ class LabelModel(Estimator):
             return typical
         position = workers.get_indexer(questions["worker"])
         return np.where((position >= 0)[:, None, None], matrices[position], typical)
-
-    def worker_table(self) -> pd.DataFrame:
-        """Long table of every worker's confusion: worker, true, observed, mean (and sd, lower,
-        upper for Bayesian models)."""
-        self.check_is_fitted()
-        table = self.confusion_.stack().rename("mean").to_frame()
-        if hasattr(self, "confusion_sd_"):
-            table["sd"] = self.confusion_sd_.stack()
-            table["lower"] = self.confusion_lower_.stack()
-            table["upper"] = self.confusion_upper_.stack()
-        return table.reset_index()

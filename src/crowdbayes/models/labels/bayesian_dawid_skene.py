@@ -69,7 +69,7 @@ class BayesianDawidSkene(ConfusionStatsModel):
     vote). The default Dirichlet(100) says the classes' shares are not extreme unless the
     data show it (worth 100 tasks per class): at two labels per task it ends that collapse on
     those four sets, and on the 12 shared sets with every label it moves accuracy by −0.013
-    to +0.009 (``benchmarks/active_sparse.py``).
+    to +0.009 (``benchmarks/active/active_sparse.py``).
     That prior has a price where the data do identify the classes: it pulls imbalanced classes
     towards equal shares, and on simulated data with ten per cent positives and three labels
     per task (the model's own) a balanced mode a few nats of likelihood from the truth wins:
@@ -123,6 +123,8 @@ class BayesianDawidSkene(ConfusionStatsModel):
     cut_single_worker_tasks = True
     primary = ("alpha", "beta")
     history_name = "elbo_history_"
+    _tags = {"warm_start": True, "partial_fit": True, "dask": True, "posterior": "approximate"}
+    _traces = {"elbo_history_": "ELBO"}
     algorithm = "Bayesian Dawid-Skene VB"
 
     def __init__(

@@ -77,7 +77,7 @@ class CommunityDawidSkene(LabelModel):
     per task (``tests/models/labels/test_sparse_start.py``), the simulated imbalanced data
     score 0.907 (``tests/models/labels/test_imbalanced_classes.py``), and with every label
     the mean over the 12 shared sets is 0.852 (0.851 with Dirichlet(30) throughout; duchenne
-    +0.006, s_rel +0.005, web −0.010; ``benchmarks/results/active_sparse_community.md``).
+    +0.006, s_rel +0.005, web −0.010; ``benchmarks/active/results/active_sparse_community.md``).
 
     Parameters
     ----------
@@ -105,6 +105,8 @@ class CommunityDawidSkene(LabelModel):
     Minka, T. (2000). Estimating a Dirichlet distribution.
     """
 
+    _tags = {"posterior": "approximate"}
+    _traces = {"change_history_": "largest change per iteration"}
     parameter_constraints = {
         "n_communities": [POSITIVE_INT],
         "prior_prevalence": [POSITIVE, Options("auto")],

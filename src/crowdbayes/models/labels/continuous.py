@@ -14,15 +14,16 @@ from ...annotators.continuous import (
     elbo,
     shift_precision,
 )
-from ...base import OPEN_UNIT, POSITIVE, POSITIVE_INT, TOLERANCE, Estimator, Options
+from ...base import OPEN_UNIT, POSITIVE, POSITIVE_INT, TOLERANCE, Options
 from ...data.io import TableLike
 from ...data.values import Values, as_values
 from ...inference import run_iterations
+from ...roles import ValueAggregator
 
 __all__ = ["ContinuousAggregation"]
 
 
-class ContinuousAggregation(Estimator):
+class ContinuousAggregation(ValueAggregator):
     r"""Numbers from many workers: each task's true value, each worker's bias and noise, by
     mean-field variational Bayes (:mod:`crowdbayes.annotators.continuous`).
 
@@ -78,7 +79,8 @@ class ContinuousAggregation(Estimator):
     Neurocomputing 69.
     """
 
-    min_workers = 2
+    _tags = {"posterior": "approximate"}
+    _traces = {"elbo_history_": "ELBO"}
     parameter_constraints = {
         "noise": [Options("gaussian", "student")],
         "df": [POSITIVE],
@@ -112,7 +114,7 @@ class ContinuousAggregation(Estimator):
         ``task, worker, value`` columns)."""
         self.check_params()
         values = as_values(values)
-        values.require_workers(self.min_workers, type(self).__name__)
+        values.require_workers(self.tags.min_workers, type(self).__name__)
         centre = float(values.values.mean())
         spread = float(values.values.std())
         spread = spread if spread > 0 else 1.0
@@ -188,11 +190,6 @@ class ContinuousAggregation(Estimator):
             np.ones(values.n_values) if state.alpha is None else state.alpha / state.beta
         )
         self.tasks_, self.workers_ = values.tasks, values.workers
-
-    def predict(self) -> pd.Series:
-        """The posterior mean value of each task."""
-        self.check_is_fitted()
-        return self.values_["mean"].rename("value")
 
     def predict_interval(self) -> pd.DataFrame:
         """The ``lower`` and ``upper`` ends of each task's credible interval."""

@@ -106,7 +106,8 @@ class CrowdClassifier(LabelModel):
     Dawid, A. P. & Skene, A. M. (1979). JRSS C 28(1).
     """
 
-    uses_features = True
+    _tags = {"features": "required", "new_items": True}
+    _traces = {"log_likelihood_history_": "log-likelihood"}
     parameter_constraints = {
         "classifier": [None, HasMethods("fit", "predict_proba")],
         "max_iter": [POSITIVE_INT],
@@ -139,14 +140,13 @@ class CrowdClassifier(LabelModel):
         return SoftmaxRegression() if self.classifier is None else copy.deepcopy(self.classifier)
 
     # ------------------------------------------------------------------ fit
-    def fit(self, labels: Labels | TableLike, features: TableLike | FeatureTable = None):
+    def fit(
+        self, labels: Labels | TableLike, features: TableLike | FeatureTable = None, *, init=None
+    ):
         """Fit to ``labels`` and the tasks' ``features`` (class docstring)."""
         self.check_params()
+        self._refuse_unused(features, init)
         labels = self._check_labels(labels)
-        if features is None:
-            raise TypeError(
-                f"{type(self).__name__}.fit needs the tasks' features: fit(labels, features)"
-            )
         table = read_features(features, id_column="task", what="features")
         X = table.take(list(labels.tasks), needed_by="labels")
         others = table.ids[~table.ids.isin(labels.tasks)]
@@ -227,12 +227,6 @@ class CrowdClassifier(LabelModel):
 
     def _fit(self, labels: Labels) -> None:  # fit(labels, features) is the entry point
         raise TypeError(f"{type(self).__name__}.fit needs the tasks' features")
-
-    def fit_predict(self, labels, features=None) -> pd.Series:
-        return self.fit(labels, features).labels_
-
-    def fit_predict_proba(self, labels, features=None) -> pd.DataFrame:
-        return self.fit(labels, features).probas_
 
     # ------------------------------------------------------------------ prediction
     def predict_proba(self, features: TableLike | FeatureTable | None = None) -> pd.DataFrame:

@@ -37,7 +37,7 @@ class DawidSkene(ConfusionStatsModel):
     agree with itself, and counted at its own posterior it makes the next M-step read the
     model's guess back as evidence. With one random label per task EM without the cut ended far
     below majority vote (RTE 0.586, web 0.540, wsd 0.812 against 0.740, 0.559, 0.974; mean of 3
-    starts, ``benchmarks/active_sparse.py``). The objective is then that of the tasks that
+    starts, ``benchmarks/active/active_sparse.py``). The objective is then that of the tasks that
     feed back, which EM still never decreases.
 
     **Diagonal pseudo-counts.** A worker whose labels are all on cut tasks has no counts, and
@@ -99,6 +99,8 @@ class DawidSkene(ConfusionStatsModel):
     }
     primary = ("confusion", "prevalence")
     history_name = "log_posterior_history_"
+    _tags = {"warm_start": True, "partial_fit": True, "dask": True}
+    _traces = {"log_posterior_history_": "log posterior"}
     algorithm = "Dawid-Skene EM"
     cut_single_worker_tasks = True
     confusion_global = "confusion"

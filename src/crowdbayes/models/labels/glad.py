@@ -142,6 +142,7 @@ class GLAD(SkillLabelModel):
         "progress": [bool],
     }
     history_name = "log_posterior_history_"
+    _traces = {"log_posterior_history_": "log posterior"}
 
     def __init__(
         self,

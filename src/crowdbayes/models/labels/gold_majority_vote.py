@@ -51,16 +51,19 @@ class GoldMajorityVote(SkillLabelModel):
     The Toloka crowd-kit documentation (``crowdkit.aggregation.GoldMajorityVote``).
     """
 
-    min_workers = 1
+    _tags = {"min_workers": 1, "needs_gold": True}
     parameter_constraints = {"ties": [TIE_OPTIONS], "random_state": RANDOM_STATE}
 
     def __init__(self, ties: str = "random", random_state: RandomState = 0) -> None:
         self.ties = ties
         self.random_state = random_state
 
-    def fit(self, labels: Labels | TableLike, gold=None) -> GoldMajorityVote:
+    def fit(
+        self, labels: Labels | TableLike, features=None, *, gold=None, init=None
+    ) -> GoldMajorityVote:
         """Fit to ``labels``, with the gold of ``labels`` or the ``gold`` given here."""
         self.check_params()
+        self._refuse_unused(features, init)
         labels = self._check_labels(labels)
         if gold is not None:
             labels = with_gold(labels, gold, type(self).__name__)
@@ -68,13 +71,15 @@ class GoldMajorityVote(SkillLabelModel):
         self._set_held_out_counts(labels)
         return self
 
-    def fit_predict(self, labels: Labels | TableLike, gold=None) -> pd.Series:
+    def fit_predict(self, labels: Labels | TableLike, features=None, *, gold=None) -> pd.Series:
         """Fit (with ``gold``, see :meth:`fit`), then return ``labels_``."""
-        return self.fit(labels, gold).labels_
+        return self.fit(labels, features, gold=gold).labels_
 
-    def fit_predict_proba(self, labels: Labels | TableLike, gold=None) -> pd.DataFrame:
+    def fit_predict_proba(
+        self, labels: Labels | TableLike, features=None, *, gold=None
+    ) -> pd.DataFrame:
         """Fit (with ``gold``, see :meth:`fit`), then return ``probas_``."""
-        return self.fit(labels, gold).probas_
+        return self.fit(labels, features, gold=gold).probas_
 
     def _fit(self, labels: Labels) -> None:
         known = require_gold(labels, type(self).__name__)

@@ -79,7 +79,7 @@ class HierarchicalAnnotation(LabelModel):
     answer was left to the relabelling), and the relabelling judges label switches on the
     counted tasks only. Before, at one label per task, S_Adult, S_Rel and WSD were 0.009, 0.099
     and 0.006 below majority vote (mean of 3 starts,
-    ``benchmarks/results/active_sparse_hierarchical.md``). On full data only the few
+    ``benchmarks/active/results/active_sparse_hierarchical.md``). On full data only the few
     single-label tasks of s_adult, s_rel, trec and web move, within Monte-Carlo error.
 
     Estimates are Rao–Blackwellised running means over the post-warm-up sweeps of all chains
@@ -137,6 +137,15 @@ class HierarchicalAnnotation(LabelModel):
     LingPipe blog post "Collapsed Gibbs Sampler for Hierarchical Annotation Model".
     """
 
+    _tags = {"posterior": "sampled"}
+    _diagnostics = {
+        "chains": "n_chains",
+        "draws": "n_samples",
+        "warmup": "n_warmup",
+        "max_rhat": "max_rhat_",
+    }
+    _traces = {"log_likelihood_trace_": "log-likelihood (each chain)"}
+    _rhats = ("diagnostics_", "confusion_rhat_", "probas_rhat_")
     parameter_constraints = {
         "n_chains": [POSITIVE_INT],
         "n_warmup": [NON_NEGATIVE_INT],

@@ -61,7 +61,8 @@ class KOS(SkillLabelModel):
     systems. NeurIPS 24.
     """
 
-    min_workers = 1
+    _tags = {"min_workers": 1}
+    _traces = {"change_history_": "largest change per iteration"}
     parameter_constraints = {
         "max_iter": [POSITIVE_INT],
         "tol": TOLERANCE,

@@ -2,6 +2,8 @@ r"""MACE: multi-annotator competence estimation (Hovy et al. 2013), by EM or var
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pandas as pd
 
@@ -126,9 +128,9 @@ class MACE(SkillLabelModel):
     its label can only agree with itself, and counted at its own posterior it reads the model's
     guess back as evidence of honesty or of a spam strategy. Without the cut, at one random
     label per task MACE ended far below majority vote (RTE 0.615 EM, 0.500 VB; web 0.233,
-    0.234; against 0.740 and 0.559; ``benchmarks/active_sparse.py``); with it, a worker with no
-    counted labels keeps the prior (EM: :math:`\theta_j = 1/2`, a uniform strategy), so such a
-    task follows its label. The objective is that of the tasks that feed back.
+    0.234; against 0.740 and 0.559; ``benchmarks/active/active_sparse.py``); with it, a worker
+    with no counted labels keeps the prior (EM: :math:`\theta_j = 1/2`, a uniform strategy), so
+    such a task follows its label. The objective is that of the tasks that feed back.
 
     **Strategy prior.** A spammer's strategy :math:`\xi_j` has a flat Dirichlet(1) prior by
     default. Hovy et al.'s implementation uses Dirichlet(10), which makes a spammer label almost
@@ -139,8 +141,8 @@ class MACE(SkillLabelModel):
     0.640, 0.592, ``tests/models/labels/test_sparse_start.py``). With every label, Dirichlet(1)
     has mean accuracy 0.847 over the 12 shared sets with gold against 0.843 (bluebird +0.037,
     duchenne −0.006, web −0.011) and mean log-loss 1.138 against 1.094
-    (``benchmarks/results/labels_accuracy_issue18.md``). EM at two labels per task stays below
-    majority vote on S_Adult, 0.666 against 0.682: its gold tasks, 3% of the set's, have
+    (``benchmarks/labels/results/labels_accuracy_issue18.md``). EM at two labels per task stays
+    below majority vote on S_Adult, 0.666 against 0.682: its gold tasks, 3% of the set's, have
     another class mix than the tasks the class prior is learnt on, and the same fits with that
     prior divided out score 0.734 (``tests/models/labels/test_sparse_start.py``).
 
@@ -188,8 +190,14 @@ class MACE(SkillLabelModel):
         "progress": [bool],
     }
     history_name = "objective_history_"
+    _traces = {"objective_history_": "objective"}
     #: leave the tasks that one worker labelled (and without gold) out of the counts (above)
     cut_single_worker_tasks = True
+
+    def get_tags(self):
+        """The class's tags, with an approximate posterior when fitted by variational Bayes."""
+        tags = super().get_tags()
+        return replace(tags, posterior="approximate") if self.variational else tags
 
     def __init__(
         self,

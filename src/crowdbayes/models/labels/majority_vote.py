@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..._utils import RandomState, as_generator
-from ...annotators import confusion_statistics, full_confusion_map
+from ...annotators.confusion import confusion_counts, full_confusion_map
 from ...base import RANDOM_STATE, Options
 from ...data.labels import LabelBlock
 from ...inference.statistics import Globals, Stats
@@ -34,7 +34,7 @@ class MajorityVote(StatsLabelModel):
     random_state : int, Generator or None
     """
 
-    min_workers = 1
+    _tags = {"min_workers": 1, "dask": True}
     parameter_constraints = {"ties": [Options(*_TIE_POLICIES)], "random_state": RANDOM_STATE}
 
     def __init__(self, ties: str = "random", random_state: RandomState = 0) -> None:
@@ -74,9 +74,8 @@ class MajorityVote(StatsLabelModel):
         shares[:, known] = np.eye(block.n_classes)[:, block.gold_codes[known]]
         if tasks is not None:
             tasks["probas"], tasks["labels"] = shares, winners
-        onehot = np.eye(block.n_classes)[:, winners]
         return {
-            "confusion": confusion_statistics(block, onehot),
+            "confusion": confusion_counts(block, winners),
             "classes": np.bincount(winners, minlength=block.n_classes).astype(np.float64),
             "ties": int((np.sum(votes == votes.max(axis=0), axis=0) > 1).sum()),
         }

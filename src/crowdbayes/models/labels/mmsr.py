@@ -53,7 +53,7 @@ class MMSR(SkillLabelModel):
     (0.654, 0.717), leave WSD at 0.968 and move no other set below it; with every label
     they raise the mean accuracy over the 12 shared sets with gold from 0.807 to 0.814
     (S_Adult 0.718 to 0.763, web 0.694 to 0.732, where many pairs of workers share few
-    tasks; TREC 0.653 to 0.640), ``benchmarks/results/labels_accuracy_issue18.md``.
+    tasks; TREC 0.653 to 0.640), ``benchmarks/labels/results/labels_accuracy_issue18.md``.
 
     Parameters
     ----------
@@ -71,6 +71,7 @@ class MMSR(SkillLabelModel):
     completion. NeurIPS 33.
     """
 
+    _traces = {"change_history_": "largest change per iteration"}
     parameter_constraints = {
         "prior_tasks": [NON_NEGATIVE],
         "max_iter": [POSITIVE_INT],

@@ -86,7 +86,7 @@ class OrdinalDawidSkene(ConfusionStatsModel):
     Dawid, A. P. & Skene, A. M. (1979). JRSS C 28(1).
     """
 
-    ordinal = True
+    _tags = {"ordered_classes": True}
     parameter_constraints = {
         "max_iter": [POSITIVE_INT],
         "tol": TOLERANCE,
@@ -100,6 +100,7 @@ class OrdinalDawidSkene(ConfusionStatsModel):
     primary = ("worker_params", "prevalence")
     worker_stats = ("confusion",)
     history_name = "log_posterior_history_"
+    _traces = {"log_posterior_history_": "log posterior"}
     algorithm = "ordinal Dawid-Skene EM"
 
     def __init__(

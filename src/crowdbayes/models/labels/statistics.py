@@ -91,11 +91,13 @@ class StatsLabelModel(LabelModel):
         raise NotImplementedError
 
     # ------------------------------------------------------------------ the in-memory fit
-    def fit(self, labels: Labels | TableLike, *, init=None) -> StatsLabelModel:
+    def fit(self, labels: Labels | TableLike, features=None, *, init=None) -> StatsLabelModel:
         """Fit to ``labels``; ``init`` (a fitted model of the same class, or the path of one
-        saved with ``save``) starts the iterations from its globals: see :meth:`warm_start`.
+        saved with ``save``; models with ``tags.warm_start``) starts the iterations from its
+        globals: see :meth:`warm_start`.
         """
         self.check_params()
+        self._refuse_unused(features, init)
         labels = self._check_labels(labels)
         start = None if init is None else self.warm_start(init, labels.workers, labels.classes)
         self._fit_with(labels, start)
@@ -166,8 +168,8 @@ class StatsLabelModel(LabelModel):
         Cost: the new labels move every worker's parameters and through them every old task's
         posterior, so the full passes over all labels (each as costly as an iteration of a
         refit) run until one changes the objective by less than ``tol``. On 10M labels plus 1%
-        (benchmarks/scale_incremental.py) that is 9 passes against 21 for a refit (about 45% of
-        its time); iterating on the new tasks first, SQUAREM and Anderson extrapolation of the
+        (benchmarks/scale/scale_incremental.py) that is 9 passes against 21 for a refit (about 45%
+        of its time); iterating on the new tasks first, SQUAREM and Anderson extrapolation of the
         passes were tried and saved at most one pass. :meth:`partial_fit` (old tasks frozen, cost
         proportional to the batch) is the fast, approximate update.
         """
@@ -223,7 +225,7 @@ class StatsLabelModel(LabelModel):
         batch = (
             new_labels
             if isinstance(new_labels, Labels)
-            else Labels(new_labels, classes=list(self.classes_), ordered=self.ordinal)
+            else Labels(new_labels, classes=list(self.classes_), ordered=self.tags.ordered_classes)
         )
         if not batch.classes.equals(self.classes_):
             raise ValueError(

@@ -50,7 +50,7 @@ class Wawa(SkillLabelModel):
     crowdsourcing").
     """
 
-    min_workers = 1
+    _tags = {"min_workers": 1}
     parameter_constraints = {"ties": [TIE_OPTIONS], "random_state": RANDOM_STATE}
 
     def __init__(self, ties: str = "random", random_state: RandomState = 0) -> None:

@@ -53,7 +53,8 @@ class ZeroBasedSkill(SkillLabelModel):
     The Toloka crowd-kit documentation (``crowdkit.aggregation.ZeroBasedSkill``).
     """
 
-    min_workers = 1
+    _tags = {"min_workers": 1}
+    _traces = {"change_history_": "largest change per iteration"}
     parameter_constraints = {
         "max_iter": [POSITIVE_INT],
         "lr_init": [Interval(Real, 0, 1, "right")],

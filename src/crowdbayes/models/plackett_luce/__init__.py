@@ -6,18 +6,48 @@ estimate). Without features (one score per item): :class:`PlackettLuceMM` (Hunte
 Gamma prior) and :class:`PlackettLuceGibbs` (Caron & Doucet's Gibbs sampler).
 """
 
-from ._base import FeatureModel, ItemScoreModel, PlackettLuceModel
-from .featureless import PlackettLuceGibbs, PlackettLuceMM
-from .map import PlackettLuceMAP
-from .vi import PlackettLuceVI, variational_bound_fit
+from ..._catalogue import ModelEntry
+from ..._utils import lazy_exports
 
-__all__ = [
-    "PlackettLuceVI",
-    "PlackettLuceMAP",
-    "PlackettLuceMM",
-    "PlackettLuceGibbs",
-    "PlackettLuceModel",
-    "FeatureModel",
-    "ItemScoreModel",
-    "variational_bound_fit",
-]
+#: the family's models as the command line offers them (:mod:`crowdbayes._catalogue`)
+COMMAND_LINE = (
+    ModelEntry(
+        "rank",
+        "pl-vi",
+        "crowdbayes.models.plackett_luce.vi:PlackettLuceVI",
+        "Plackett-Luce with features, Gaussian posterior by variational inference",
+        ("--eta", "--method", "--max-iter", "--tol"),
+        {"eta": "auto"},
+    ),
+    ModelEntry(
+        "rank",
+        "pl-map",
+        "crowdbayes.models.plackett_luce.map:PlackettLuceMAP",
+        "Plackett-Luce with features, MAP (conditional logit)",
+        ("--eta", "--max-iter", "--tol"),
+    ),
+    ModelEntry(
+        "rank",
+        "pl-mm",
+        "crowdbayes.models.plackett_luce.featureless:PlackettLuceMM",
+        "Plackett-Luce without features, Hunter's MM (ML or Gamma-prior MAP)",
+        ("--shape", "--rate", "--max-iter", "--tol"),
+    ),
+    ModelEntry(
+        "rank",
+        "pl-gibbs",
+        "crowdbayes.models.plackett_luce.featureless:PlackettLuceGibbs",
+        "Plackett-Luce without features, Caron-Doucet Gibbs sampler",
+        ("--shape", "--rate", "--samples"),
+    ),
+)
+
+#: the module of every public name, and the names it defines (imported on first use)
+_EXPORTS = {
+    "._base": ("FeatureModel", "ItemScoreModel", "PlackettLuceModel"),
+    ".featureless": ("PlackettLuceGibbs", "PlackettLuceMM"),
+    ".map": ("PlackettLuceMAP",),
+    ".vi": ("PlackettLuceVI", "variational_bound_fit"),
+}
+
+__all__, __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

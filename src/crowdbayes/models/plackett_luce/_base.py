@@ -5,7 +5,7 @@ feature weights θ (u = Xθ: :class:`FeatureModel`) or directly per item id
 (:class:`ItemScoreModel`). Predictions only need, for a set of items, the posterior mean and
 variance of utility differences, or joint posterior draws of the utilities:
 
-- ``score(items)``: mean and sd of each item's log-score;
+- ``predict_utility(items)``: mean and sd of each item's log-score;
 - ``predict_proba(left, right)``: P(left ≻ right) = E[σ(u_left − u_right)];
 - ``rank(items, k)``: expected position, a credible interval on the position and P(in top k);
 - ``choice_log_proba(rankings)``: predictive log-probability of every observed top-query.
@@ -19,9 +19,9 @@ import numpy as np
 import pandas as pd
 
 from ..._utils import as_generator
-from ...base import Estimator
 from ...data.features import FeatureTable, read_features
 from ...data.rankings import Rankings, as_rankings
+from ...roles import RankingModel
 from ._bounds import sigmoid
 from ._stages import stage_log_proba
 
@@ -39,12 +39,14 @@ def logistic_gaussian_mean(mean: np.ndarray, var: np.ndarray) -> np.ndarray:
     return sigmoid(mean[..., None] + sd[..., None] * _GH_NODES) @ _GH_WEIGHTS
 
 
-#: items per block when only each item's own variance is needed (:meth:`PlackettLuceModel.score`)
+#: items per block when only each item's own variance is needed
+#: (:meth:`PlackettLuceModel.predict_utility`)
 _BLOCK = 2048
 
 
-class PlackettLuceModel(Estimator):
-    """Base class: ``fit(rankings) -> self``; results in attributes ending in ``_``."""
+class PlackettLuceModel(RankingModel):
+    """Base class of the family under the role :class:`~crowdbayes.roles.RankingModel`:
+    ``fit(rankings) -> self``; results in attributes ending in ``_``."""
 
     _abstract = True
 
@@ -72,9 +74,8 @@ class PlackettLuceModel(Estimator):
 
     # -- predictions --------------------------------------------------------------------------
 
-    def score(self, items=None) -> pd.DataFrame:
+    def _utility(self, items, *, worker=None, worker_features=None) -> pd.DataFrame:
         """Posterior mean and sd of each item's log-score u_i = log s_i."""
-        self.check_is_fitted()
         ids, handle = self._items(items)
         blocks = [self._moments(handle[i : i + _BLOCK]) for i in range(0, len(handle), _BLOCK)]
         if blocks and blocks[0][1] is not None:
@@ -85,16 +86,13 @@ class PlackettLuceModel(Estimator):
             mean, sd = draws.mean(axis=1), draws.std(axis=1)
         return pd.DataFrame({"mean": mean, "sd": sd}, index=ids)
 
-    def predict_proba(self, left, right, items=None) -> np.ndarray:
+    def _pair_proba(self, left, right, items=None) -> np.ndarray:
         """P(left[k] ≻ right[k]) = E[σ(u_left − u_right)] under the posterior.
 
         Gaussian posteriors use Gauss–Hermite quadrature over the difference's mean and variance;
         sampled posteriors average σ over their draws; point estimates plug in.
         """
-        self.check_is_fitted()
         left, right = np.asarray(left), np.asarray(right)
-        if left.shape != right.shape or left.ndim != 1:
-            raise ValueError("pairs: left and right must be 1-D and of the same length")
         ids, handle = self._items(items)
         positions = ids.get_indexer(np.concatenate([left, right]))
         if (positions < 0).any():
@@ -228,10 +226,17 @@ class FeatureModel(PlackettLuceModel):
 
     Fitted attributes: ``coef_`` (posterior mean of θ, indexed by feature name), ``coef_cov_``
     (posterior covariance, zero for point estimates), ``coef_sd_``; the training items' features
-    are kept so that ``score()`` without arguments scores them.
+    are kept so that ``predict_utility()`` without arguments scores them.
     """
 
     _abstract = True
+    _tags = {"features": "required", "new_items": True}
+
+    @property
+    def item_ids_(self) -> pd.Index:
+        """The items of the fitted rankings."""
+        self.check_is_fitted()
+        return self._train_items.ids
 
     def _set_posterior(self, rankings: Rankings, mean: np.ndarray, cov: np.ndarray) -> None:
         names = rankings.features.names

@@ -227,6 +227,8 @@ class PlackettLuceGibbs(ItemScoreModel):
     summary_ : DataFrame with mean, sd, quantiles, R-hat and ESS per item.
     """
 
+    _tags = {"posterior": "sampled"}
+    _rhats = ("summary_",)
     parameter_constraints = {
         "shape": [POSITIVE],
         "rate": [POSITIVE],

@@ -55,6 +55,7 @@ class PlackettLuceMAP(FeatureModel):
     n_iter_, converged_
     """
 
+    _diagnostics = {"log_posterior": "log_posterior_"}
     parameter_constraints = {
         "eta": [NON_NEGATIVE],
         "tol": [NON_NEGATIVE],

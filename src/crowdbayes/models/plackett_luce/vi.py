@@ -575,6 +575,9 @@ class PlackettLuceVI(FeatureModel):
     the module docstring).
     """
 
+    _tags = {"posterior": "approximate"}
+    _diagnostics = {"eta": "eta_", "lower_bound": "lower_bound_"}
+    _traces = {"bound_history_": "lower bound"}
     parameter_constraints = {
         "eta": [POSITIVE, Options("auto")],
         "eta_grid": [tuple, list, np.ndarray],

@@ -13,7 +13,7 @@ __all__ = ["convergence"]
 
 def _panels(model) -> list[tuple[str, object]]:
     panels: list[tuple[str, object]] = [("trace", trace) for trace in convergence_traces(model)]
-    curve = getattr(model, "eta_curve_", None)
+    curve = model.eta_curve_ if model.tags.judgment == "rankings" else None
     if isinstance(curve, pd.DataFrame) and len(curve) > 1:
         panels.append(("eta", curve))
     rhat = rhat_values(model)
@@ -93,6 +93,7 @@ def convergence(model):
     matplotlib.figure.Figure
     """
     model.check_is_fitted()
+    facts = model.diagnostics()
     panels = _panels(model)
     if not panels:
         raise ValueError(f"{type(model).__name__} keeps no convergence trace")
@@ -102,11 +103,10 @@ def convergence(model):
         if kind == "trace":
             _trace(ax, *content)
         elif kind == "eta":
-            _eta(ax, content, getattr(model, "eta_", None))
+            _eta(ax, content, facts.get("eta"))
         else:
             _rhat(ax, content)
-    n_iter = getattr(model, "n_iter_", None)
-    converged = getattr(model, "converged_", None)
+    n_iter, converged = facts.get("iterations"), facts.get("converged")
     status = ""
     if n_iter is not None:
         status = f": {n_iter} iterations" + (

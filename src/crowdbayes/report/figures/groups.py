@@ -12,11 +12,22 @@ from .._mpl import color, new_figure, styled
 __all__ = ["cluster_embedding", "community_members", "community_utilities", "worker_alpha_beta"]
 
 
-def _family(model, family: str, what: str) -> None:
+def _communities(model, what: str) -> None:
+    """Refuse a model that does not group workers into communities."""
     model.check_is_fitted()
-    if model.family != family:
+    if model.tags.judgment != "pairs" or model.worker_groups_ is None:
         raise ValueError(
-            f"{what} needs a {family} model; got {type(model).__name__} ({model.family})"
+            f"{what} needs a model of communities of workers; got {type(model).__name__}"
+        )
+
+
+def _clustering(model, what: str) -> None:
+    """Refuse a model that does not cluster items from links."""
+    model.check_is_fitted()
+    if model.tags.judgment != "links":
+        raise ValueError(
+            f"{what} needs a crowd clustering model; got {type(model).__name__} "
+            f"(judgment {model.tags.judgment!r})"
         )
 
 
@@ -31,7 +42,7 @@ def community_members(model):
     -------
     matplotlib.figure.Figure
     """
-    _family(model, "communities", "community_members")
+    _communities(model, "community_members")
     partition = model.partition_
     order = np.argsort(partition.to_numpy(), kind="stable")
     co = model.co_membership_.to_numpy()[np.ix_(order, order)]
@@ -68,7 +79,7 @@ def community_utilities(model, *, top: int = 20):
     -------
     matplotlib.figure.Figure
     """
-    _family(model, "communities", "community_utilities")
+    _communities(model, "community_utilities")
     means = model.community_utility_["mean"].unstack("community")
     used = sorted(pd.unique(model.partition_.to_numpy()))
     means = means.reindex(columns=[c for c in means.columns if c in used] or means.columns)
@@ -103,7 +114,7 @@ def _coordinates(model, data) -> tuple[np.ndarray, pd.Index, str]:
     features as they are, else the model's latent embedding, else the features' principal
     components, else (links only) those of the posterior cluster probabilities."""
     items = model.assignments_.index
-    observations = getattr(data, "observations", None)
+    observations = None if data is None else data.observations
     features = None
     if observations is not None:
         ids = pd.Index(data.item_ids)
@@ -111,7 +122,7 @@ def _coordinates(model, data) -> tuple[np.ndarray, pd.Index, str]:
         features = values[ids.get_indexer(items)]
         if features.shape[1] == 2:
             return features, items, "their two features"
-    embedding = getattr(model, "embedding_", None)
+    embedding = model.embedding_
     if embedding is not None:
         if isinstance(embedding, pd.DataFrame):
             values = embedding.reindex(items).to_numpy(dtype=np.float64)
@@ -144,7 +155,7 @@ def cluster_embedding(model, data=None):
     -------
     matplotlib.figure.Figure
     """
-    _family(model, "clustering", "cluster_embedding")
+    _clustering(model, "cluster_embedding")
     xy, items, source = _coordinates(model, data)
     assignments = model.assignments_.reindex(items).to_numpy()
     probas = model.predict_proba().reindex(items)
@@ -177,7 +188,7 @@ def worker_alpha_beta(model):
     -------
     matplotlib.figure.Figure
     """
-    _family(model, "clustering", "worker_alpha_beta")
+    _clustering(model, "worker_alpha_beta")
     workers = model.workers_
     if workers.empty:
         raise ValueError(f"{type(model).__name__} was fitted without links: no worker estimates")

@@ -27,9 +27,9 @@ def ranked_items(model, data=None, *, top: int = 25, level: float = 0.9):
 
     Parameters
     ----------
-    model : a fitted Plackett–Luce or GP preference model
-    data : Rankings, optional
-        The fitted rankings: a Plackett–Luce model with features scores their items.
+    model : a fitted model of item scores (rankings or pairwise comparisons)
+    data : optional
+        Accepted for compatibility; the model's fitted items are shown.
     top : int
         Items shown in the ranked panel.
     level : float
@@ -38,7 +38,7 @@ def ranked_items(model, data=None, *, top: int = 25, level: float = 0.9):
     -------
     matplotlib.figure.Figure
     """
-    scores = item_scores(model, data, level=level)
+    scores = item_scores(model, level=level)
     shown = scores.head(top).iloc[::-1]
     figure, (ranked, spread) = new_figure(
         9.0, max(3.0, 0.17 * len(shown) + 1.2), ncols=2, width_ratios=[1.5, 1]
@@ -49,7 +49,7 @@ def ranked_items(model, data=None, *, top: int = 25, level: float = 0.9):
     positions = np.arange(len(shown), 0, -1)
     names = [f"{p}. {_short(item)}" for p, item in zip(positions, shown.index, strict=True)]
     ranked.set_yticks(np.arange(len(shown)), names, fontsize=7)
-    kind = "log-score" if model.family == "plackett_luce" else "utility"
+    kind = "log-score" if model.tags.judgment == "rankings" else "utility"
     ranked.set_xlabel(f"{kind} (posterior mean, {level:.0%} interval)")
     ranked.grid(axis="x", alpha=0.3)
     ranked.set_title(f"the {len(shown)} best of {len(scores):,} items", fontsize=9)
@@ -65,11 +65,11 @@ def ranked_items(model, data=None, *, top: int = 25, level: float = 0.9):
 
 
 def _weights(model, level: float) -> tuple[pd.DataFrame, str]:
-    if hasattr(model, "coef_interval"):
+    if model.tags.judgment == "rankings" and model.tags.features != "none":
         table = model.coef_interval(level)
         table = table.reindex(table["mean"].abs().sort_values(ascending=False).index)
         return table, "weight"
-    lengthscale = getattr(model, "lengthscale_", None)
+    lengthscale = model.lengthscale_ if model.tags.judgment == "pairs" else None
     if lengthscale is None:
         raise ValueError(f"{type(model).__name__} has no feature weights or length-scales")
     return lengthscale.sort_values().to_frame("lengthscale"), "lengthscale"

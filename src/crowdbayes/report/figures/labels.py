@@ -89,7 +89,7 @@ def worker_reliability(model, *, max_workers: int = 40):
     scatter.set_ylim(-0.02, 1.02)
     scatter.grid(alpha=0.3)
     scatter.set_title(f"all {len(scores)} workers", fontsize=9)
-    level = getattr(model, "credible_level_", None)
+    level = model.credible_level_
     interval = f", {level:.0%} credible intervals" if level is not None else ""
     subset = (
         f"the {len(shown)} workers with the most labels"

@@ -41,12 +41,12 @@ from ....base import (
     POSITIVE,
     POSITIVE_INT,
     RANDOM_STATE,
-    Estimator,
     Interval,
     Options,
 )
 from ....data.links import Links
 from ....inference.driver import run_iterations
+from ....roles import Clusterer
 from .._constraints import DeviceName, LayerWidths
 from ._data import LinkData, ObservedData
 from ._networks import DECODERS
@@ -95,7 +95,7 @@ def collapse_report(resp: np.ndarray, links) -> str | None:
     )
 
 
-class DeepClusteringBase(Estimator):
+class DeepClusteringBase(Clusterer):
     """Shared parameters, data handling, restarts, results and saving (module docstring).
 
     Subclasses declare their own ``parameter_constraints`` (extending
@@ -106,6 +106,13 @@ class DeepClusteringBase(Estimator):
     """
 
     _abstract = True  # not an estimator of its own: not registered for crowdbayes.load
+    _tags = {"features": "required", "new_items": True, "requires": ("torch",)}
+    _diagnostics = {
+        "best_epoch": "best_epoch_",
+        "restarts": "n_restarts_",
+        "collapsed_restarts": "collapsed_restarts_",
+    }
+    _traces = {"history_": "bound per epoch"}
     #: whether a restart ends in its best-bound state (:meth:`_train`); else in its last one
     _keep_best_bound = True
     _name = "model"
@@ -133,6 +140,11 @@ class DeepClusteringBase(Estimator):
     }
 
     # ------------------------------------------------------------------ settings of a fit
+    def check_params(self) -> None:
+        """The parameter constraints, then the device: CUDA asked for must be there."""
+        super().check_params()
+        self._resolve_device()
+
     def _settle(self) -> None:
         """Check the parameters and fix what a fit derives from them: the layer widths, the
         device (refused if CUDA is asked for and missing) and the warm-up length."""
@@ -240,7 +252,9 @@ class DeepClusteringBase(Estimator):
 
     # -------------------------------------------------------------------------- fitting
     def fit(self, X, links=None, item_ids=None):
-        """Fit to observations ``X`` (n_items, ...) and optional ``links``.
+        """Fit to observations ``X`` (n_items, ...) and optional ``links``; or, as every
+        :class:`~crowdbayes.roles.Clusterer`, to a :class:`~crowdbayes.data.links.Links` built
+        with ``observations`` (``fit(links)``: its observations, links and item ids).
 
         ``links`` is a :class:`~crowdbayes.data.links.Links` built with the same observations,
         or a DataFrame ``worker, left, right, label`` whose ids are ``item_ids`` (default
@@ -252,6 +266,13 @@ class DeepClusteringBase(Estimator):
         not collapse is kept, with a :class:`CollapseWarning` saying what happened.
         """
         self._settle()
+        if isinstance(X, Links):
+            if X.observations is None or links is not None:
+                raise ValueError(
+                    f"{type(self).__name__}.fit(links): the Links need the items' observations "
+                    "(Links(table, observations)); or call fit(X, links)"
+                )
+            X, links, item_ids = X.observations, X, X.item_ids
         if hasattr(self, "_standardize"):
             del self._standardize
         data = self._prepare(X, links, item_ids)
@@ -403,16 +424,17 @@ class DeepClusteringBase(Estimator):
         columns = pd.Index([f"x{j}" for j in range(embedding.shape[1])], name="latent")
         self.embedding_ = pd.DataFrame(embedding, index=index, columns=columns)
         self.workers_ = self._worker_table(data.links)
+        # a parameter of the models whose workers have credible intervals (BayesSCDC)
+        self.credible_level_ = getattr(self, "credible_level", None)
         self.n_items_, self.obs_shape_ = len(index), data.shape
 
-    def predict_proba(self) -> pd.DataFrame:
-        """Posterior cluster probabilities of the training items (rows sum to 1)."""
+    def predict(self, X_new=None) -> pd.Series | np.ndarray:
+        """The most probable cluster of every item of the fit (``assignments_``); with
+        ``X_new``, the MAP cluster of new observations from the amortised part alone (no
+        links)."""
         self.check_is_fitted()
-        return self.probas_
-
-    def predict(self, X_new) -> np.ndarray:
-        """MAP cluster of new observations from the amortised part alone (no links)."""
-        self.check_is_fitted()
+        if X_new is None:
+            return self.assignments_
         flat = self._observations(X_new)
         if flat.shape[1] != int(np.prod(self.obs_shape_)):
             raise ValueError(

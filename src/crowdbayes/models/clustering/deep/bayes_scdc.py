@@ -1,186 +1,21 @@
-r"""BayesSCDC: fully Bayesian semi-crowdsourced deep clustering (Luo et al. 2018, §3).
+r"""BayesSCDC, the estimator: fully Bayesian semi-crowdsourced deep clustering (Luo et al. 2018,
+§3), fitted as a structured VAE (Johnson et al. 2016).
 
-Model
------
-.. math::
-    \pi \sim \mathrm{Dir}(\alpha_0),\quad (\mu_k, \Sigma_k) \sim \mathrm{NIW}(m, \kappa, S, \nu),
-    \quad z_i \sim \mathrm{Cat}(\pi),\quad x_i \mid z_i \sim \mathcal N(\mu_{z_i},
-    \Sigma_{z_i}),\quad o_i \mid x_i \sim p(o_i \mid x_i; \gamma),
+Each minibatch of items runs the local mean field of Eqs. 12 and 14 at fixed globals
+(:mod:`.meanfield`; on CUDA replayed from a recorded graph, :mod:`._cuda_graph`), then the
+networks take an Adam step on the objective :math:`\mathcal J` and the globals a stochastic
+natural-gradient step (Eq. 17): the Dirichlet and NIW factors (:mod:`._conjugate`) from the
+minibatch statistics scaled by :math:`N/|B|`, the workers' Beta factors from a uniform sample
+of links (:mod:`._workers`). The globals start as in Appendix B and restart around the learnt
+embedding at the end of the warm-up (:mod:`._init`); with sparse links an amortised cluster
+head can replace the per-item q(z) (:mod:`._head`).
 
-with two-coin workers :math:`\alpha_m, \beta_m \sim \mathrm{Beta}` judging pairs
-(:mod:`crowdbayes.annotators.two_coin`) and a neural decoder :math:`p(o\mid x;\gamma)`
-(Gaussian or Bernoulli).
+The table of every item's latest :math:`q(z_j)`, whose rows are the partners' beliefs in the
+link messages, lives on the model's device, so that the messages never leave it; the host
+waits for a GPU once per minibatch, to fetch the statistics of the global step.
 
-Inference (structured VAE, Johnson et al. 2016)
------------------------------------------------
-A recognition network gives every item a Gaussian potential
-:math:`\psi(x_i) = \langle r(o_i;\phi), t(x_i)\rangle` (diagonal precision ``J``, ``h = J·mean``,
-Eq. 9). For a minibatch of items, the local mean field alternates Eq. 12 (q(x_i)) and Eq. 14
-(q(z_i), with the link messages) ``local_iterations`` times
-(:mod:`crowdbayes.models.clustering.deep.meanfield`); the partners' :math:`r_j` come from a
-table of every item's latest :math:`q(z_j)` (asynchronous coordinate ascent, as in stochastic
-VMP on the relational model). The globals
-(:mod:`crowdbayes.models.clustering.deep._conjugate`) then take a stochastic natural-gradient
-step (Eq. 17, first term) with step size ``global_learning_rate`` :math:`\rho`: the Dirichlet
-and NIW factors from the minibatch statistics scaled by :math:`N/|B|`, the Beta factors from
-:math:`|S| = N_a|B|/N` links sampled uniformly and scaled by :math:`N_a/|S|` (§2.3, §3.2).
-The networks follow Adam on the reparameterised objective
-
-.. math::
-    \mathcal J = \tfrac{N}{|B|}\sum_{i\in B}\mathbb E_{q^*(x_i)}[\log p(o_i\mid x_i)]
-    + \mathbb E_{q^*}[\log p(x_i\mid z_i) + \log p(z_i\mid\pi)] + H[q^*(x_i)] + H[q^*(z_i)]
-    + \mathcal L_\mathrm{rel} - \mathrm{KL}_\mathrm{globals},
-
-differentiated through :math:`q^*(x)` (which depends on :math:`\phi` via the potentials);
-:math:`q^*(z)` is held fixed, since the objective is stationary in it (Eq. 15).
-``history_`` holds :math:`\mathcal J` per epoch (minibatch estimates of the item part averaged
-over the epoch, the link part and the KLs at the end of the epoch).
-
-Computation: the table of the items' :math:`q(z_j)` lives on the model's device, so that the
-link messages (a sparse product per local iteration) never leave it, and the host waits for a
-GPU once per minibatch, to fetch the statistics of the global step. On CUDA the local mean
-field of the training batches is replayed from a recorded CUDA graph
-(:mod:`crowdbayes.models.clustering.deep._cuda_graph`), since its many small operations would
-otherwise be bound by the cost of launching them.
-
-Departures from the paper, needed for the fits to work here: (a) a warm-up
-(``warmup_epochs``): the latent prior terms of the networks' loss are annealed in, q(π) is
-held, and at the end q(π) and the NIW factors restart around the
-learnt embedding (k-means++ centres); (b) ``global_learning_rate`` 0.05 instead of the paper's
-1e-4; (c) restarts (``n_init``), each ending in its best-bound state, the best bound kept;
-(d) an optional power ``link_weight`` on the link likelihood (default 1, the paper's);
-(e) collapse detection and recovery (below).
-
-Collapse (issue 19). A fit could end with every item in one or two clusters, against the
-links: while the embedding is still unformed most items share a cluster, the Beta factors
-then learn that workers say "must-link" to a third of same-cluster pairs (α ≈ 0.3, the links
-become uninformative), and the mixture settles there — a self-consistent but wrong fixed point
-(pinwheel at K = 15, latent x of 8 dimensions: accuracy 0.20–0.24 on seeds 0–2). Holding the
-Beta factors during the warm-up, as q(π) is, kept α at its start there but did not stop the
-collapse, and cost MNIST accuracy (seed 0: 0.807 → 0.700), so they are not held. Now (i) the
-defaults below let the networks form the embedding before the mixture restarts on it;
-(ii) every restart tracks its bound per epoch and ends in the state after
-its best epoch from the end of the warm-up on, so longer training never ends below the best
-earlier state (a fall of the bound by more than 10% is reported); (iii) a restart whose
-clusters put at least half of the item pairs that the links' majority calls cannot-link into
-one cluster has collapsed (:func:`~._base.collapse_report`), and up to ``collapse_restarts``
-further restarts run; the best bound among those that did not collapse is kept, with a
-:class:`~._base.CollapseWarning` that says what happened. The defaults (``learning_rate``
-5e-3, ``warmup_epochs`` 10, ``n_init`` 3) were chosen on the pinwheel through the command line
-(``benchmarks/results/cluster_defaults.md``): with Adam at 1e-3 and a warm-up of 5 epochs
-the networks have not formed the arms when the mixture restarts on them, and the result
-depended on the number of epochs (0.35 accuracy after 20, 40 or 60 epochs, 0.99 after 100).
-
-With a Gaussian decoder the observations are standardised (one shift per feature, one
-overall scale), which changes the objective only by a constant.
-
-Components whose posterior weight falls to ~0 get no items; ``n_clusters_used_`` counts the
-clusters that are the MAP cluster of at least one item.
-
-Sparse links: the cluster head (``cluster_head``, issue 19)
-----------------------------------------------------------
-With the paper's family every item has its own q(z_i), tied to its features only through the
-mixture in the latent space. When the links are sparse and describe a grouping that the
-features do not show (the CMU faces by pose, 3–7 links per image), the fit collapses
-(NMI 0.009 / 0.051 at 1,000 / 2,000 links, seed 0). The mechanism, traced per epoch
-(``benchmarks/results/cluster_defaults.md`` §7): the table of q(z_j) starts uniform, so in the
-first natural-gradient steps every link has agreement :math:`\bar s_l = 1/K` and the Beta
-factors move to :math:`\mathbb E[\alpha] \approx` the share of must-links (0.2–0.4) and
-:math:`\mathbb E[\beta] \approx 0.7`; there
-:math:`\mathbb E[w_l] = \mathbb E\log\frac{\alpha}{1-\beta} + \mathbb E\log\frac{\beta}
-{1-\alpha} \approx 0`, a cannot-link carries no evidence, the mixture follows the
-features alone and one component takes all of π (β then sits at exactly 0.5) — the
-self-consistent fixed point of §2 of that report. Tempering the links up (λ = 30) does not
-help while the per-item q(z_i) can satisfy the links without the features.
-
-``cluster_head="on"`` replaces the per-item categorical factor by an amortised one, a
-discriminative head :math:`g(o;\phi_z)` (an MLP of the same widths) as in SCDC (§2.3):
-
-.. math::
-    q(z_i) = \mathrm{Cat}(\mathrm{softmax}\, g(o_i;\phi_z)),\qquad
-    q(x_i) \text{ by Eq. 12 given } q(z_i),
-
-and the networks maximise the same objective :math:`\mathcal J` (a lower bound for every
-:math:`\phi_z`, since the family is a subset of the mean field), now differentiated through
-:math:`q(z)` too: :math:`\mathbb E_{q}[\log p(x_i\mid z_i) + \log p(z_i\mid\pi)] +
-H[q(z_i)]` pulls the head towards the mixture's posterior, and the tempered link term
-
-.. math::
-    \lambda\,\mathcal L_\mathrm{rel} = \lambda \sum_l \big(q(z_{i_l})^\top q(z_{j_l})\,
-    \mathbb E[w_l] + \mathbb E[c_l]\big)
-
-(estimated on :math:`|S| = N_a|B|/N` links per minibatch, scaled by :math:`N_a/|S|`) makes the
-head explain the links through the features, so that links on a few images generalise to the
-unlinked and lightly linked ones — the inductive bias that lets SCDC use sparse links
-(Luo et al. 2018, §2.3; amortised inference, Kingma & Welling 2014). Links no longer enter
-q(z) as the messages of Eq. 14 (the head alone carries them), which removes the per-item
-shortcut. Two further changes apply with the head only: the workers' Beta factors are held at
-``worker_init`` during the warm-up (as q(π): while the annealing weight is below 1), until the
-head's q(z) has formed (updated from a uniform
-q(z) they fall to chance as above), and at the end of the warm-up the components restart at
-the head's clusters of the embedding (:func:`head_centres`, a links-aware start) instead of
-k-means++ picks. Everything else (the NIW, Dirichlet and Beta factors by natural gradients,
-restarts, collapse detection) is unchanged.
-
-*Balance.* Trained on the link term alone the head can merge groups early: with half of the
-pairs same-pose (the faces' balanced protocol), two groups satisfy every must-link and two
-thirds of the cannot-links, and on some seeds every restart settled on two clusters of the four
-poses (NMI 0.38–0.48) while the Beta factors and q(π) were still held. The networks' loss
-therefore adds, with the head, the entropy of the head's *mean* cluster distribution over a
-uniform sample of items,
-
-.. math::
-    \lambda N_a\,\gamma\, H[\bar q], \qquad \bar q = \tfrac1{|R|}\textstyle\sum_{i\in R}
-    \mathrm{softmax}\, g(o_i;\phi_z),
-
-(``head_balance`` γ = 0.5, per link like the link term; :math:`|R| = 2|S|` items per
-minibatch): the marginal-entropy half of the mutual information between items and clusters
-that regularised information maximisation uses for discriminative clustering (Krause, Perona
-& Gomes 2010; the conditional-entropy half is already in :math:`\mathcal J`). It shapes the
-head's training only: the bound that picks the state and the restart is :math:`\mathcal J`.
-
-Measured (``benchmarks/results/cluster_faces.md``, ``cluster_defaults.md`` §7–8): on the faces
-with SCDC's settings (λ = 30, Adam 3e-3, 10 restarts) mean NMI over seeds 0–4 0.735 / 0.854 at
-1,000 / 2,000 links (SCDC 0.642 / 0.852; without the balance term below 0.642 / 0.845); with
-the balanced protocol 0.720 / 0.867 (SCDC 0.528 / 0.643; without the balance term 0.593 /
-0.694); at the class default λ = 1 with 3 restarts 0.581 (seed 0, 1,000 links, before the
-balance term).
-On three well-separated blobs with 3.6 links per item (the collapse tests' data, 4 seeds, one
-restart) the head at λ = 1 scored 0.61–0.82 (mean 0.69) against 0.60–0.98 (mean 0.80)
-without it, and 0.83–1.00 (mean 0.93) at λ = 10. Hence the default stays ``"off"`` (the
-paper's family; the pinwheel, MNIST and every earlier measurement are unchanged), and
-``"auto"`` turns the head on when the linked items have fewer than
-:data:`SPARSE_LINKS_PER_ITEM` (10) links each on average (faces 3.3 / 6.4; the command line's
-pinwheel 19.6 per annotated point; MNIST tasks in the real scheme about 35). Use it with a
-tempered link likelihood (``link_weight`` 10–30).
-
-*Sorted tasks.* Dense links from workers who sort a task's items (every pair linked) need the
-head for a different reason: with per-item q(z) an image that one worker misplaced gets ~35
-agreeing links and nothing can move it, while the head must explain them through the image,
-which classes it with the images it resembles. On the MNIST test images with tasks in the real
-scheme (``benchmarks/results/cluster_mnist_tasks_head_gpu.md``, seeds 0–2, K = 50,
-``link_weight`` 1, Adam 1e-3, 60 epochs, 3 restarts) the head with γ = 0.05 has per-task NMI
-0.9879 against the workers' own groupings' 0.9857 (above on every seed), placing right 46 of
-the 51 (task, image) slots the workers misgroup on average but misplacing about 59 they had
-right; accuracy on all images 0.946 (without the head, ``link_weight`` 0.5, 30 epochs: per-task
-0.9818, accuracy 0.871). On held-out seeds 3–4 (``cluster_mnist_tasks_head_cpu.md``): 0.9865
-against 0.9737, with fewer misgrouped slots than the workers (68 against 101).
-γ must be small when K is well above the number of groups: the
-marginal entropy is largest with every component used, and at the default 0.5 the images
-spread over all 50 (per-task NMI 0.820, seed 0, one 30-epoch restart); at γ = 0 groups merge
-(9–10 clusters, per-task 0.959); 0.1 and 0.2 gave 0.962 and 0.855 after 30 epochs
-(``cluster_mnist_tasks_notes.md``).
-
-References
-----------
-Luo, Y., Tian, T., Shi, J., Zhu, J. & Zhang, B. (2018). Semi-crowdsourced clustering with deep
-generative models. NeurIPS. (Eqs. 5–17, Algorithm 1, Appendix B; §2.3 for the amortised q(z).)
-Kingma, D. P. & Welling, M. (2014). Auto-encoding variational Bayes. ICLR.
-Krause, A., Perona, P. & Gomes, R. G. (2010). Discriminative clustering by regularized
-information maximization. NeurIPS.
-Johnson, M. J., Duvenaud, D., Wiltschko, A., Adams, R. P. & Datta, S. R. (2016). Composing
-graphical models with neural networks for structured representations and fast inference.
-NeurIPS.
+The model, its inference, the departures from the paper, the collapse of issue 19, the
+cluster head and the measurements behind the defaults: ``docs/models/bayes_scdc.md``.
 """
 
 from __future__ import annotations
@@ -192,13 +27,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from ....annotators.two_coin import (
-    link_expected_log_likelihood,
-    link_message_weights,
-    two_coin_expectations,
-    two_coin_kl,
-    two_coin_statistics,
-)
+from ....annotators.two_coin import link_expected_log_likelihood
 from ....base import (
     NON_NEGATIVE,
     OPEN_UNIT,
@@ -208,20 +37,29 @@ from ....base import (
     Options,
     PositivePair,
 )
-from ....maths import dirichlet_expected_log, dirichlet_kl, dirichlet_marginal_summary
+from ....maths import dirichlet_expected_log, dirichlet_kl
 from ._base import DeepClusteringBase
 from ._conjugate import (
     NIW,
     NIWExpectations,
     natural_step,
     niw_expected_stats,
-    niw_from_standard,
     niw_kl,
     niw_statistics,
 )
 from ._cuda_graph import MeanFieldGraph
 from ._data import LinkData, ObservedData, csr_rows, row_chunks, to_device, to_host
+from ._head import SPARSE_LINKS_PER_ITEM, head_link_term, sparse_links
+from ._init import globals_around, head_centres, initial_globals, kmeans_plus_plus, niw_prior
 from ._networks import Decoder, GaussianHead, mlp
+from ._workers import (
+    Factors,
+    link_minibatch,
+    link_weights,
+    worker_kl,
+    worker_step,
+    worker_table,
+)
 from .meanfield import (
     gaussian_expected_loglik,
     gaussian_posterior,
@@ -232,56 +70,27 @@ from .meanfield import (
 __all__ = ["BayesSCDC"]
 
 
-def _kmeanspp(points: np.ndarray, k: int, rng: np.random.Generator) -> np.ndarray:
-    """k-means++ seeding (Arthur & Vassilvitskii 2007): ``k`` rows of ``points``, each drawn
-    with probability proportional to its squared distance to the nearest row already drawn."""
-    chosen = [int(rng.integers(len(points)))]
-    dist = ((points - points[chosen[0]]) ** 2).sum(axis=1)
-    for _ in range(1, k):
-        total = dist.sum()
-        nxt = (
-            int(rng.integers(len(points)))
-            if total <= 0
-            else int(rng.choice(len(points), p=dist / total))
-        )
-        chosen.append(nxt)
-        dist = np.minimum(dist, ((points - points[nxt]) ** 2).sum(axis=1))
-    return points[chosen]
-
-
-#: ``cluster_head="auto"`` uses the head when the linked items have fewer links each than this
-#: on average (faces by pose: 3.3 at 1,000 links, 6.4 at 2,000; the pinwheel of the command
-#: line: 19.6; MNIST tasks in the real scheme: 35): benchmarks/results/cluster_defaults.md §7
-SPARSE_LINKS_PER_ITEM = 10.0
-
-
-def links_per_linked_item(links: LinkData) -> float:
-    """Mean number of links of the items that at least one link names."""
-    linked = np.unique(np.concatenate([links.left, links.right])).size
-    return 2.0 * links.n_links / max(linked, 1)
-
-
-def sparse_links(links: LinkData | None) -> bool:
-    """Whether there are links and the linked items have fewer than
-    :data:`SPARSE_LINKS_PER_ITEM` links each on average."""
-    return links is not None and links_per_linked_item(links) < SPARSE_LINKS_PER_ITEM
-
-
-def head_centres(emb: np.ndarray, resp: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-    """Component means from the head's clustering of the embedding: the ``resp``-weighted
-    mean of the rows of ``emb`` per cluster, or a k-means++ pick for clusters holding less
-    than one item's weight."""
-    mass = resp.sum(axis=0)
-    centres = (resp.T @ emb) / np.maximum(mass, 1e-12)[:, None]
-    empty = mass < 1.0
-    if empty.any():
-        centres[empty] = _kmeanspp(emb, int(empty.sum()), rng)
-    return centres
-
-
-# -------------------------------------------------------------------------------- model
 class BayesSCDC(DeepClusteringBase):
     r"""Fully Bayesian semi-crowdsourced deep clustering (Luo et al. 2018, §3).
+
+    A Gaussian mixture in a latent space with a neural decoder of the observations, and
+    two-coin workers judging pairs of items (:mod:`crowdbayes.annotators.two_coin`):
+
+    .. math::
+        \pi \sim \mathrm{Dir}(\alpha_0),\quad (\mu_k, \Sigma_k) \sim \mathrm{NIW}(m, \kappa, S,
+        \nu),\quad z_i \sim \mathrm{Cat}(\pi),\quad x_i \mid z_i \sim \mathcal N(\mu_{z_i},
+        \Sigma_{z_i}),\quad o_i \mid x_i \sim p(o_i \mid x_i; \gamma),
+
+    :math:`\alpha_m, \beta_m \sim \mathrm{Beta}`: worker m's link on items i, j is a
+    must-link with probability :math:`\alpha_m` if :math:`z_i = z_j` and a cannot-link with
+    probability :math:`\beta_m` if not (Eq. 1). The globals have mean-field posteriors in
+    their priors' families; q(x_i) and q(z_i) follow from a recognition network's Gaussian
+    potential by local mean field (the structured VAE of Johnson et al. 2016). The networks
+    maximise the bound :math:`\mathcal J` (``history_``).
+
+    The model and its inference in full, the departures from the paper, the collapse of
+    issue 19, the cluster head and the measurements behind the defaults and the advice below:
+    ``docs/models/bayes_scdc.md``.
 
     Parameters
     ----------
@@ -297,10 +106,8 @@ class BayesSCDC(DeepClusteringBase):
     epochs, batch_size : int
         Passes over the items and items per minibatch |B|.
     learning_rate : float
-        Adam step size of the networks (5e-3; 1e-3 left the pinwheel's arms unformed after
-        20 epochs). For large networks on images use 1e-3: on MNIST (MLP 500×500) 5e-3
-        gave 0.662 accuracy against 0.700 at 1e-3 (seed 0, both with an intermediate version
-        of this code; ``benchmarks/results/cluster_defaults.md``).
+        Adam step size of the networks (default 5e-3; 1e-3 left the pinwheel's arms unformed
+        after 20 epochs). For large networks on images use 1e-3 (MNIST).
     global_learning_rate : float
         Step size ρ of the natural-gradient updates of the globals. The paper's 1e-4 moves the
         globals by 1e-4 per step; we use a larger constant (0.05 by default) so that the
@@ -321,9 +128,9 @@ class BayesSCDC(DeepClusteringBase):
         initialisations).
     collapse_restarts : int
         Further restarts at most, run only while every restart so far has collapsed (its
-        clusters put at least half of the pairs the links call cannot-link together; module
-        docstring). A :class:`~._base.CollapseWarning` says what happened. Without links
-        nothing is detected.
+        clusters put at least half of the pairs the links call cannot-link together). A
+        :class:`~._base.CollapseWarning` says what happened. Without links nothing is
+        detected.
     dirichlet_prior : float or None
         α₀ of the Dirichlet prior on π (None: 0.05 / K, the paper's).
     niw_kappa : float
@@ -339,19 +146,18 @@ class BayesSCDC(DeepClusteringBase):
         that is not the one the links describe. Values below 1 suit links derived from
         groupings: a worker who sorts 36 images into groups gives all 630 pairs, which the
         two-coin likelihood counts as independent judgments although they carry one
-        partition. On MNIST with tasks simulated in the real scheme (about 35 links per
-        annotated image) λ = 0.5 raised accuracy from 0.807 to 0.870 over three held-out seeds
-        (``benchmarks/results/cluster_mnist_tempered.md``).
+        partition (MNIST tasks: 0.5).
     cluster_head : {"off", "on", "auto"}
         Whether q(z) is the paper's per-item factor with link messages ("off", the default)
         or the output of a discriminative head over the observations that feeds the link
-        likelihood ("on"; module docstring, "Sparse links"); "auto" turns the head on when
-        the linked items have fewer than 10 links each on average. For sparse links (the
+        likelihood ("on"; :mod:`._head`); "auto" turns the head on when the linked items
+        have fewer than 10 links each on average. For sparse links (the
         faces: 3–7 per image) use "on" or "auto" with ``link_weight`` 10–30.
     head_balance : float
         With the cluster head only: weight γ of the entropy of the head's mean cluster
         distribution in the networks' loss, per link and relative to the tempered link term
-        (module docstring, "Sparse links"); 0 turns it off.
+        (:mod:`._head`); 0 turns it off. Keep it small when K is well above the number of
+        groups (MNIST tasks at K = 50: 0.05).
     credible_level : float
         Mass of the central intervals in ``workers_``.
     device : {"cpu", "cuda"}
@@ -381,6 +187,14 @@ class BayesSCDC(DeepClusteringBase):
         Restarts run (``n_init`` plus those after collapses) and how many collapsed.
     uses_cluster_head_ : bool
         Whether the fit used the cluster head (``cluster_head``).
+
+    References
+    ----------
+    Luo, Y., Tian, T., Shi, J., Zhu, J. & Zhang, B. (2018). Semi-crowdsourced clustering with
+    deep generative models. NeurIPS. (Eqs. 5–17, Algorithm 1, Appendix B.)
+    Johnson, M. J., Duvenaud, D., Wiltschko, A., Adams, R. P. & Datta, S. R. (2016). Composing
+    graphical models with neural networks for structured representations and fast inference.
+    NeurIPS.
     """
 
     _name = "BayesSCDC"
@@ -467,7 +281,7 @@ class BayesSCDC(DeepClusteringBase):
 
     def _decide_head(self, links: LinkData | None) -> bool:
         """Whether this fit uses the cluster head: ``cluster_head`` "on"/"off", or under
-        "auto" when the links are sparse (:func:`sparse_links`)."""
+        "auto" when the links are sparse (:func:`~._head.sparse_links`)."""
         if self.cluster_head != "auto":
             return self.cluster_head == "on"
         return sparse_links(links)
@@ -496,22 +310,10 @@ class BayesSCDC(DeepClusteringBase):
             params += list(self.head_.parameters())
         fused = True if self._device.type == "cuda" else None  # one kernel for all parameters
         self._optimizer = torch.optim.Adam(params, lr=self.learning_rate, fused=fused)
-        kappa0 = float(self.niw_kappa)
-        eye = np.eye(d)
-        self._niw_prior = niw_from_standard(
-            np.zeros((1, d)), [kappa0], ((d + kappa0) * eye)[None], [d + kappa0]
-        )
+        self._niw_prior = niw_prior(d, float(self.niw_kappa))
         alpha0 = 0.05 / K if self.dirichlet_prior is None else float(self.dirichlet_prior)
         self._dir_prior = np.full(K, alpha0)
-        # variational initialisation of Appendix B: α ~ U(1, 2), κ = 1, m ~ N(0, 3),
-        # S = (d + κ) I, ν = d + κ
-        self.dirichlet_ = rng.uniform(1.0, 2.0, size=K)
-        self.niw_ = niw_from_standard(
-            rng.normal(0.0, np.sqrt(3.0), size=(K, d)),
-            np.ones(K),
-            np.broadcast_to((d + 1.0) * eye, (K, d, d)),
-            np.full(K, d + 1.0),
-        )
+        self.dirichlet_, self.niw_ = initial_globals(K, d, rng)
         # q(z_j) of every item, on the device so that the link messages of the local
         # iterations never leave it (float64, as the link weights)
         self._resp_table = torch.full((n, K), 1.0 / K, dtype=torch.float64, device=self._device)
@@ -521,6 +323,10 @@ class BayesSCDC(DeepClusteringBase):
             self.worker_beta_ = self.worker_alpha_.copy()
         self._step = 0
         self._graph = None  # recorded at the first CUDA batch (it holds this restart's table)
+
+    def _workers(self) -> Factors:
+        """The workers' Beta factors q(α_m), q(β_m) (fits with links only)."""
+        return self.worker_alpha_, self.worker_beta_
 
     def _globals_torch(self) -> tuple[NIWExpectations, torch.Tensor]:
         """E-statistics of the NIW factors and E[log π] as float32 tensors, sent in one copy."""
@@ -532,11 +338,7 @@ class BayesSCDC(DeepClusteringBase):
 
     def _link_weights(self, links: LinkData, link: np.ndarray) -> np.ndarray:
         """λ·E[w_l] of the links ``link`` under the current Beta factors (Eq. 14)."""
-        weights, _ = link_message_weights(
-            two_coin_expectations(self.worker_alpha_, self.worker_beta_),
-            links.worker[link],
-            links.labels[link],
-        )
+        weights, _ = link_weights(self._workers(), links, link)
         return weights * self.link_weight
 
     def _messenger(self, links: LinkData | None, batch: np.ndarray, rows=None):
@@ -590,8 +392,8 @@ class BayesSCDC(DeepClusteringBase):
         ``rows``) and its local mean field at the current globals, with link messages if
         ``links``. ``replay``: through the CUDA graph (training batches, all of one size).
         With the cluster head q(z) is the softmax of its logits instead of Eq. 14 (the links
-        reach q(z) through the head's training, :meth:`_head_links`, not as messages); the
-        logits, with their graph, are returned last (None without the head)."""
+        reach q(z) through the head's training, :func:`~._head.head_link_term`, not as
+        messages); the logits, with their graph, are returned last (None without the head)."""
         mean_rec, logvar_rec = self.encoder_(obs)
         J_rec = torch.exp(-logvar_rec)
         h_rec = mean_rec * J_rec
@@ -648,58 +450,30 @@ class BayesSCDC(DeepClusteringBase):
         return float(total) / len(batches) + self._relational_and_kl(links)
 
     def _head_links(self, data: ObservedData, links: LinkData, b: int, rng) -> torch.Tensor:
-        r"""The tempered link term :math:`\lambda\,\mathbb E_q[\log p(L\mid z)]` estimated on
-        :math:`|S| = N_a|B|/N` links drawn uniformly, scaled by :math:`N_a/|S|`, with the
-        q(z) of both ends computed afresh by the cluster head (with gradients) and
-        :math:`\mathbb E[w_l], \mathbb E[c_l]` from the current Beta factors; plus
-        :math:`\lambda N_a \gamma H[\bar q]` (``head_balance``), the balance term."""
-        size = min(max(int(round(links.n_links * b / len(data.obs))), 1), links.n_links)
-        chosen = rng.choice(links.n_links, size=size, replace=False)
-        ends = to_device(np.concatenate([links.left[chosen], links.right[chosen]]), self._device)
-        resp = torch.softmax(self.head_(data.obs[ends]), dim=-1)
-        weights, offsets = link_message_weights(
-            two_coin_expectations(self.worker_alpha_, self.worker_beta_),
-            links.worker[chosen],
-            links.labels[chosen],
-        )
-        weights = to_device(weights, self._device, torch.float32)
-        agreement = (resp[:size] * resp[size:]).sum(-1)
-        value = (agreement @ weights + float(offsets.sum())) / size
-        if self.head_balance:
-            value = value + self.head_balance * self._head_marginal_entropy(data, 2 * size, rng)
+        r"""The tempered link term :math:`\lambda\,\mathbb E_q[\log p(L\mid z)]` and the
+        balance term :math:`\lambda N_a \gamma H[\bar q]` of a minibatch of ``b`` items,
+        through the cluster head (:func:`~._head.head_link_term`), with gradients."""
+        workers = self._workers()
+        value = head_link_term(self.head_, data.obs, links, workers, b, self.head_balance, rng)
         return value * (self.link_weight * links.n_links)
-
-    def _head_marginal_entropy(self, data: ObservedData, size: int, rng) -> torch.Tensor:
-        r""":math:`H[\bar q]`, :math:`\bar q` the mean of the head's q(z) over ``size`` items
-        drawn uniformly (with gradients): the balance term of the module docstring."""
-        rows = rng.choice(len(data.obs), size=min(size, len(data.obs)), replace=False)
-        mean = torch.softmax(self.head_(data.obs[to_device(rows, self._device)]), -1).mean(0)
-        return -(mean * torch.log(mean.clamp_min(1e-30))).sum()
 
     @torch.no_grad()
     def _restart_globals(self, data: ObservedData, rng: np.random.Generator) -> None:
         """End of the warm-up: restart q(π) and the NIW factors around the embedding the
-        networks have learnt (component means at k-means++ picks among the items' recognition
-        means, each covariance the embedding's shrunk by K^(2/d)), so that no component starts
-        far from the data and starves."""
+        networks have learnt (:func:`~._init.globals_around`), at k-means++ picks among the
+        items' recognition means or, with the cluster head, at its clusters."""
         emb = np.concatenate(
             [
                 self.encoder_(data.obs[rows])[0].cpu().double().numpy()
                 for rows in row_chunks(len(data.obs))
             ]
         )
-        K, d = self.n_clusters, self.latent_dim
         if self._head_used():  # a links-aware start: the head's clusters of the embedding
             heads = [torch.softmax(self.head_(data.obs[rows]), -1) for rows in row_chunks(len(emb))]
             centres = head_centres(emb, torch.cat(heads).cpu().double().numpy(), rng)
         else:
-            centres = _kmeanspp(emb, K, rng)
-        cov = np.atleast_2d(np.cov(emb.T)) / K ** (2.0 / d) + 1e-6 * np.eye(d)
-        nu = d + 1.0
-        self.niw_ = niw_from_standard(
-            centres, np.ones(K), np.broadcast_to(nu * cov, (K, d, d)), np.full(K, nu)
-        )
-        self.dirichlet_ = rng.uniform(1.0, 2.0, size=K)
+            centres = kmeans_plus_plus(emb, self.n_clusters, rng)
+        self.dirichlet_, self.niw_ = globals_around(emb, centres, rng)
 
     def _global_step(self, resp, mean, second, n, b, links, rng, weights: bool) -> None:
         """Natural-gradient step of the globals from one batch. The statistics (NIW sums and
@@ -708,8 +482,7 @@ class BayesSCDC(DeepClusteringBase):
         rho = float(self.global_learning_rate)
         on_device = list(niw_statistics(resp.double(), mean.double(), second.double()))
         if links is not None:
-            size = max(int(round(links.n_links * b / n)), 1)
-            chosen = rng.choice(links.n_links, size=min(size, links.n_links), replace=False)
+            chosen = link_minibatch(links, b, n, rng)
             on_device.append(links.agreement(self._resp_table, chosen))
         fetched = to_host(*on_device)
         stats = NIW(*fetched[:4])
@@ -719,30 +492,22 @@ class BayesSCDC(DeepClusteringBase):
                 (self.dirichlet_,), (self._dir_prior,), (stats.kappa,), rho, n / b
             )[0]
         if links is not None and (weights or not self._head_used()):
-            agreement = fetched[4]
-            a_counts, b_counts = two_coin_statistics(
-                agreement, links.worker[chosen], links.labels[chosen], links.n_workers
+            self.worker_alpha_, self.worker_beta_ = worker_step(
+                self._workers(), self.worker_prior, fetched[4], links, chosen, rho, self.link_weight
             )
-            prior = np.asarray(self.worker_prior, float)
-            scale = self.link_weight * links.n_links / len(chosen)
-            self.worker_alpha_ = natural_step(
-                (self.worker_alpha_,), (prior,), (a_counts,), rho, scale
-            )[0]
-            self.worker_beta_ = natural_step(
-                (self.worker_beta_,), (prior,), (b_counts,), rho, scale
-            )[0]
         self._step += 1
 
     def _relational_and_kl(self, links: LinkData | None) -> float:
+        r"""The part of :math:`\mathcal J` outside the items' terms: the tempered link term
+        :math:`\lambda\mathcal L_\mathrm{rel}` at the table's q(z) and the KLs of the
+        globals from their priors."""
         value = -float(niw_kl(self.niw_, self._niw_prior).sum())
         value -= float(dirichlet_kl(self.dirichlet_, self._dir_prior))
         if links is not None:
-            expected = two_coin_expectations(self.worker_alpha_, self.worker_beta_)
-            weights, offsets = link_message_weights(expected, links.worker, links.labels)
+            weights, offsets = link_weights(self._workers(), links)
             (agreement,) = to_host(links.agreement(self._resp_table))
             value += self.link_weight * link_expected_log_likelihood(agreement, weights, offsets)
-            prior = np.asarray(self.worker_prior, float)
-            value -= two_coin_kl(self.worker_alpha_, prior) + two_coin_kl(self.worker_beta_, prior)
+            value -= worker_kl(self._workers(), self.worker_prior)
         return value
 
     # --------------------------------------------------------------------------- results
@@ -782,14 +547,4 @@ class BayesSCDC(DeepClusteringBase):
         )
 
     def _worker_table(self, links: LinkData | None) -> pd.DataFrame:
-        columns = ["alpha", "alpha_sd", "alpha_lower", "alpha_upper"]
-        columns += ["beta", "beta_sd", "beta_lower", "beta_upper", "n_links"]
-        if links is None:
-            return pd.DataFrame(columns=columns, index=pd.Index([], name="worker"))
-        table = {}
-        for name, params in (("alpha", self.worker_alpha_), ("beta", self.worker_beta_)):
-            mean, sd, lower, upper, _ = dirichlet_marginal_summary(params, self.credible_level)
-            table[name], table[f"{name}_sd"] = mean[:, 0], sd[:, 0]
-            table[f"{name}_lower"], table[f"{name}_upper"] = lower[:, 0], upper[:, 0]
-        table["n_links"] = np.bincount(links.worker, minlength=links.n_workers)
-        return pd.DataFrame(table, index=pd.Index(links.worker_ids, name="worker"))
+        return worker_table(None if links is None else self._workers(), links, self.credible_level)

@@ -83,7 +83,7 @@ class SCDC(DeepClusteringBase):
     by pose (624 images, a few links per image) the plain likelihood is too weak against the
     reconstruction term, which clusters by identity and lighting, and the objective of a
     restart says nothing about its NMI; λ = 30 lets the links decide and makes the
-    objective rank restarts like their NMI (``benchmarks/cluster_faces.py``).
+    objective rank restarts like their NMI (``benchmarks/cluster/cluster_faces.py``).
 
     Attributes
     ----------
