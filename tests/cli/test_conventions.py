@@ -227,3 +227,16 @@ def test_bad_input_exits_2_and_a_failure_while_running_exits_1(
     status, _, stderr = run(command, capsys)
     assert status == 1 and stderr == "crowdbayes: error: out of luck\n"
     assert not out.exists()
+
+
+def test_the_strategies_offered_are_the_models_own():
+    """``labels next`` and ``prefs next`` list their strategies without importing a model; the
+    lists are the models' own."""
+    from crowdbayes.cli import labels, prefs
+    from crowdbayes.models.labels import LabelModel
+    from crowdbayes.roles import PairQuestions
+
+    assert labels.QUESTION_STRATEGIES == LabelModel.question_strategies
+    next_parser = prefs.FAMILY  # the record; its next verb offers the pairwise strategies
+    assert next_parser.next is not None
+    assert prefs.PAIR_QUESTION_VALUES == PairQuestions.question_strategies
