@@ -240,3 +240,14 @@ def test_the_strategies_offered_are_the_models_own():
     next_parser = prefs.FAMILY  # the record; its next verb offers the pairwise strategies
     assert next_parser.next is not None
     assert prefs.PAIR_QUESTION_VALUES == PairQuestions.question_strategies
+
+
+def test_each_family_offers_models_of_its_judgment():
+    """A family refuses a saved model of another kind of judgment by the judgment it declares;
+    its models are all of that kind."""
+    from crowdbayes.cli import cluster, labels, prefs, rank, values
+
+    for module in (labels, values, rank, prefs, cluster):
+        family = module.FAMILY
+        for name, entry in family.table.models.items():
+            assert entry.tags().judgment == family.judgment, (family.name, name)

@@ -32,7 +32,7 @@ from ._models import ModelTable, positive_int
 from ._outputs import add_output
 from ._parser import Parser, add_common_options, add_deprecated
 
-__all__ = ["Family", "Inputs", "NextVerb", "PredictVerb", "emit", "say"]
+__all__ = ["Family", "Inputs", "NextVerb", "PredictVerb", "emit", "say", "write_results"]
 
 #: optional packages and the extra that installs them
 _EXTRAS = {"torch": "deep", "dask": "dask", "matplotlib": "plot", "pyarrow": "parquet"}
@@ -81,6 +81,8 @@ class Family:
 
     name: str
     help: str
+    #: the kind of judgment its models fit (their ``tags.judgment``)
+    judgment: str
     table: ModelTable
     #: the positional input: its name in the usage line and its help
     input_metavar: str
@@ -257,10 +259,7 @@ class Family:
         """``<family> predict MODEL``: predictions of a saved model of this family."""
         model = self.load_model(args.model_file)
         table = self.predict.predict(model, args)
-        if args.out:
-            _write([(args.out, _table_writer(table, index=False))])
-        else:
-            emit(table, index=False)
+        write_results(args, table, index=False)
         say(args, [f"{type(model).__name__}: {len(table)} predictions"])
 
     def load_model(self, path: str):
@@ -269,17 +268,12 @@ class Family:
         from ..base import load
 
         model = load(path)
-        kinds = self.judgments()
-        if model.tags.judgment not in kinds:
+        if model.tags.judgment != self.judgment:
             raise CommandError(
                 f"{path} holds a {type(model).__name__} model (judgment "
                 f"{model.tags.judgment!r}), not one of `crowdbayes {self.name}`"
             )
         return model
-
-    def judgments(self) -> set[str]:
-        """The kinds of judgment this family's models fit."""
-        return {spec.tags().judgment for spec in self.table.models.values() if _importable(spec)}
 
     # ------------------------------------------------------------------ next
     def run_next(self, args: argparse.Namespace) -> None:
@@ -313,19 +307,8 @@ class Family:
             decided = "" if confidence is None else f" at --confidence {args.confidence}"
             raise CommandError(f"nothing left to ask: every candidate is decided{decided}")
         table = self.next.table(questions, args)
-        if args.out:
-            _write([(args.out, _table_writer(table, index=False))])
-        else:
-            emit(table, index=False)
+        write_results(args, table, index=False)
         say(args, self.next.summary(model, inputs, table, args))
-
-
-def _importable(spec) -> bool:
-    try:
-        spec.load_class()
-    except ImportError:
-        return False
-    return True
 
 
 def _missing_package(what: str, err: ImportError) -> str:
@@ -361,6 +344,14 @@ def _write(files: list) -> None:
 
     if files:
         write_atomically(files)
+
+
+def write_results(args: argparse.Namespace, table, *, index: bool = True) -> None:
+    """The results of a command: to the file ``-o`` names (atomically), else to stdout."""
+    if args.out:
+        _write([(args.out, _table_writer(table, index=index))])
+    else:
+        emit(table, index=index)
 
 
 def emit(table, *, index: bool = True) -> None:

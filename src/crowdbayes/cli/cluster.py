@@ -288,6 +288,7 @@ def summary(model, inputs: Inputs, seconds: float, args: argparse.Namespace, tab
 
 FAMILY = Family(
     name="cluster",
+    judgment="links",
     help="cluster items from crowd must/cannot-links",
     table=CLUSTER,
     input_metavar="LINKS",

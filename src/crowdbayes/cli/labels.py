@@ -364,6 +364,7 @@ def next_summary(model, inputs: Inputs, table, args: argparse.Namespace) -> list
 
 FAMILY = Family(
     name="labels",
+    judgment="labels",
     help="aggregate class labels from many workers",
     table=LABELS,
     input_metavar="INPUT",

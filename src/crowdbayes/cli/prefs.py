@@ -37,7 +37,7 @@ from ._common import CommandError
 from ._models import TABLES, ModelTable, Option, positive_float, positive_int
 from ._outputs import add_output
 from ._parser import Parser, add_common_options, add_deprecated, add_features_option
-from ._record import Family, Inputs, NextVerb, PredictVerb, emit, say
+from ._record import Family, Inputs, NextVerb, PredictVerb, say, write_results
 
 __all__ = ["FAMILY", "PREFS", "register"]
 
@@ -260,7 +260,6 @@ def add_communities(actions) -> None:
 
 
 def _communities(args: argparse.Namespace) -> None:
-    from ..data.io import table_writer, write_atomically
     from ..models.communities import communities_table
 
     model = FAMILY.load_model(args.model_file)
@@ -270,10 +269,7 @@ def _communities(args: argparse.Namespace) -> None:
             "(--model dpm-gp)"
         )
     table = communities_table(model)
-    if args.out:
-        write_atomically([(args.out, table_writer(table))])
-    else:
-        emit(table)
+    write_results(args, table)
     sizes = table["community"].value_counts()
     say(
         args,
@@ -286,6 +282,7 @@ def _communities(args: argparse.Namespace) -> None:
 
 FAMILY = Family(
     name="prefs",
+    judgment="pairs",
     help="utilities from pairwise comparisons (GP, Bradley-Terry, communities)",
     table=PREFS,
     input_metavar="COMPARISONS",

@@ -132,6 +132,7 @@ def predict(model, args: argparse.Namespace):
 
 FAMILY = Family(
     name="rank",
+    judgment="rankings",
     help="scores and rankings from rankings or top choices",
     table=RANK,
     input_metavar="RANKINGS",

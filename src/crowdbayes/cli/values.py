@@ -95,6 +95,7 @@ def _score_line(model, args: argparse.Namespace) -> str:
 
 FAMILY = Family(
     name="values",
+    judgment="values",
     help="aggregate numeric answers from many workers",
     table=VALUES,
     input_metavar="INPUT",

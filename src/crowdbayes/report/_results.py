@@ -11,7 +11,6 @@ from scipy.stats import norm
 __all__ = [
     "convergence_traces",
     "item_scores",
-    "rhat_values",
     "task_uncertainty",
     "worker_scores",
 ]
@@ -127,9 +126,3 @@ def convergence_traces(model) -> list[tuple[str, str, np.ndarray]]:
         elif not objective and values.size >= 2 and np.isfinite(values).any():
             objective.append((name, label, values))
     return objective + chains
-
-
-def rhat_values(model) -> pd.Series:
-    """Every finite R-hat the model reports, by quantity (:meth:`~crowdbayes.base.Estimator.
-    rhat`)."""
-    return model.rhat()

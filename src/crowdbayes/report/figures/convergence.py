@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 
 from .._mpl import color, new_figure, styled
-from .._results import convergence_traces, rhat_values
+from .._results import convergence_traces
 
 __all__ = ["convergence"]
 
@@ -16,7 +16,7 @@ def _panels(model) -> list[tuple[str, object]]:
     curve = model.eta_curve_ if model.tags.judgment == "rankings" else None
     if isinstance(curve, pd.DataFrame) and len(curve) > 1:
         panels.append(("eta", curve))
-    rhat = rhat_values(model)
+    rhat = model.rhat()
     if len(rhat):
         panels.append(("rhat", rhat))
     return panels
