@@ -37,6 +37,7 @@ import inspect
 import numbers
 import os
 from dataclasses import dataclass, fields, replace
+from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
@@ -575,11 +576,19 @@ class Estimator:
             setattr(self, name, value)
 
     # ----------------------------------------------------------------- save and load
-    def save(self, path: str | os.PathLike) -> None:
+    def save(self, path: str | os.PathLike, *, overwrite: bool = False) -> None:
         """Write the parameters and fitted state to ``path`` in the one model file format
         (an ``.npz`` of arrays plus a JSON header; never pickle; written atomically). Restore
-        with :func:`crowdbayes.load` or ``type(model).load(path)``."""
+        with :func:`crowdbayes.load` or ``type(model).load(path)``.
+
+        An existing file is refused unless ``overwrite=True``; the parent directory must
+        exist."""
         self.check_is_fitted()
+        target = Path(path)
+        if not overwrite and (target.exists() or target.is_symlink()):
+            raise FileExistsError(f"{target} exists; pass overwrite=True to replace it")
+        if not target.parent.is_dir():
+            raise FileNotFoundError(f"cannot save to {target}: no directory {target.parent}")
         persistence.write_model_file(
             path, type(self), self.get_params(), self._get_state(), __version__
         )

@@ -247,7 +247,7 @@ class Family:
         if self.worker_table is not None and args.workers_out:
             files.append((args.workers_out, _table_writer(self.worker_table(model), index=False)))
         if args.save_model:
-            files.append((args.save_model, model.save))
+            files.append((args.save_model, lambda tmp: model.save(tmp, overwrite=True)))
         _write(files)
         if not args.out:
             emit(table)
