@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 TORCH_VERSION ?= 2.13.0
 
-.PHONY: demo test test-fast lint install clean
+.PHONY: demo test test-fast lint docs install clean
 
 # setup.py builds the C kernel (src/crowdbayes/annotators/_confusion_kernel.c) in place
 $(STAMP): pyproject.toml setup.py src/crowdbayes/annotators/_confusion_kernel.c
@@ -31,10 +31,15 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check src tests benchmarks
 	$(BIN)/lint-imports
 
+# the documentation site, in strict mode: a warning (a broken link, a page left out of the
+# navigation, a docstring mkdocstrings cannot read) fails it; tests/test_docs.py runs its code
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
+
 THREADS := OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1
 
 # everything (CI)
-test: lint
+test: lint docs
 	$(THREADS) $(BIN)/python -m pytest -q
 
 # everything but the tests marked slow (real data, long fits): a couple of minutes

@@ -84,6 +84,7 @@ EXPECTED = {
     "Wawa",
     "ZeroBasedSkill",
     "GoldMajorityVote",
+    "AutoLabelModel",
     "OrdinalDawidSkene",
     "ContinuousAggregation",
     "CrowdClassifier",
@@ -106,6 +107,7 @@ EXPECTED = {
 
 #: settings that keep the contract checks fast (the quality floors use the defaults)
 FAST = {
+    "AutoLabelModel": {"candidates": ("mv", "ds"), "n_folds": 2},
     "CrowdClassifier": {"max_iter": 10, "n_folds": 2},
     "HierarchicalAnnotation": {"n_chains": 2, "n_warmup": 10, "n_samples": 10},
     "PlackettLuceGibbs": {"n_samples": 20, "n_warmup": 5},
@@ -344,6 +346,7 @@ def test_every_public_model_is_listed_once_and_derives_from_the_base():
         }
     assert [c.__name__ for c in list_models("labels")] == sorted(
         [
+            "AutoLabelModel",
             "MajorityVote",
             "DawidSkene",
             "BayesianDawidSkene",

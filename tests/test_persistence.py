@@ -3,7 +3,10 @@ format versions, and no partial file."""
 
 from __future__ import annotations
 
+import hashlib
+import io
 import json
+import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -126,10 +129,10 @@ def test_other_format_versions_are_refused_naming_both(saved):
         header["version"] = 99
 
     with pytest.raises(
-        ValueError, match="format version 1; this crowdbayes reads version 2: refit"
+        ValueError, match="format version 1; this crowdbayes reads version 3: refit"
     ):
         load(_rewrite_header(saved, old))
-    with pytest.raises(ValueError, match="version 99; this crowdbayes reads version 2: upgrade"):
+    with pytest.raises(ValueError, match="version 99; this crowdbayes reads version 3: upgrade"):
         load(_rewrite_header(saved, new))
 
 
@@ -150,7 +153,7 @@ def test_unknown_classes_are_refused(saved):
 def test_the_header_records_class_parameters_and_versions(saved):
     with np.load(saved, allow_pickle=False) as archive:
         header = json.loads(str(archive["__header__"]))
-    assert header["format"] == persistence.FORMAT and header["version"] == 2
+    assert header["format"] == persistence.FORMAT and header["version"] == 3
     assert header["class"] == "DawidSkene"
     assert header["module"] == "crowdbayes.models.labels.dawid_skene"
     assert header["crowdbayes"]
@@ -165,3 +168,57 @@ def test_a_failed_save_leaves_no_file(tmp_path):
     with pytest.raises(TypeError, match="cache_"):
         model.save(tmp_path / "m.npz")
     assert list(tmp_path.iterdir()) == []
+
+
+def test_the_header_lists_every_array_with_its_dtype_shape_and_checksum(saved):
+    with zipfile.ZipFile(saved) as archive:
+        raw = {info.filename[:-4]: archive.read(info) for info in archive.infolist()}
+        assert all(info.compress_type == zipfile.ZIP_DEFLATED for info in archive.infolist())
+    header = json.loads(str(np.load(io.BytesIO(raw.pop("__header__")), allow_pickle=False)))
+    assert set(header["members"]) == set(raw) and raw
+    for key, entry in header["members"].items():
+        array = np.load(io.BytesIO(raw[key]), allow_pickle=False)
+        assert entry["dtype"] == array.dtype.str and entry["shape"] == list(array.shape)
+        assert entry["sha256"] == hashlib.sha256(raw[key]).hexdigest()
+
+
+def _depth(value) -> int:
+    """The nesting depth of a parsed JSON value, by recursion (the brute force)."""
+    if isinstance(value, list):
+        return 1 + max((_depth(v) for v in value), default=0)
+    if isinstance(value, dict):
+        return 1 + max((_depth(v) for v in value.values()), default=0)
+    return 0
+
+
+def test_json_depth_matches_the_parsed_depth():
+    rng = np.random.default_rng(5)
+
+    def tree(level):
+        kind = rng.integers(4) if level < 12 else 3
+        if kind == 0:
+            return [tree(level + 1) for _ in range(rng.integers(4))]
+        if kind == 1:
+            return {f"k[{i}]{{": tree(level + 1) for i in range(rng.integers(4))}
+        if kind == 2:
+            return '"]}[\\' * int(rng.integers(3))  # brackets, quotes, escapes in strings
+        return float(rng.normal())
+
+    for _ in range(300):
+        value = tree(0)
+        assert persistence.json_depth(json.dumps(value)) == _depth(value)
+
+
+def test_the_size_bound_is_the_parameter_the_environment_or_a_multiple_of_the_file(
+    monkeypatch,
+):
+    monkeypatch.delenv("CROWDBAYES_MAX_MODEL_BYTES", raising=False)
+    assert persistence.max_model_bytes(1000) == persistence.MIN_BOUND
+    assert persistence.max_model_bytes(10**8) == persistence.RATIO_BOUND * 10**8
+    assert persistence.max_model_bytes(10**8, max_bytes=5) == 5
+    monkeypatch.setenv("CROWDBAYES_MAX_MODEL_BYTES", "123")
+    assert persistence.max_model_bytes(10**8) == 123
+    assert persistence.max_model_bytes(10**8, max_bytes=7) == 7
+    for bad in (-1, 2.5, True, "5"):
+        with pytest.raises(ValueError, match="max_bytes must be a number of bytes"):
+            persistence.max_model_bytes(10, max_bytes=bad)

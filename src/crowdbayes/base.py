@@ -36,6 +36,7 @@ import importlib
 import inspect
 import numbers
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any, ClassVar
@@ -102,7 +103,11 @@ class Interval:
     def accepts(self, value: Any) -> bool:
         if isinstance(value, (bool, np.bool_)) or not isinstance(value, self.kind):
             return False
-        if isinstance(value, numbers.Real) and not np.isfinite(value):
+        if (
+            isinstance(value, numbers.Real)
+            and not isinstance(value, numbers.Integral)  # ints of any size are finite
+            and not np.isfinite(value)
+        ):
             return False  # NaN, and infinity (outside every interval with finite or no bounds)
         low_ok = (
             self.low is None
@@ -590,13 +595,20 @@ class Estimator:
         if not target.parent.is_dir():
             raise FileNotFoundError(f"cannot save to {target}: no directory {target.parent}")
         persistence.write_model_file(
-            path, type(self), self.get_params(), self._get_state(), __version__
+            path,
+            type(self),
+            self.get_params(),
+            self._get_state(),
+            __version__,
+            overwrite=overwrite,
+            make_parents=False,
         )
 
     @classmethod
-    def load(cls, path: str | os.PathLike) -> Estimator:
-        """The estimator saved at ``path``; refused if it is not a ``cls``."""
-        model = load(path)
+    def load(cls, path: str | os.PathLike, *, max_bytes: int | None = None) -> Estimator:
+        """The estimator saved at ``path``; refused if it is not a ``cls`` (``max_bytes``: as
+        for :func:`load`)."""
+        model = load(path, max_bytes=max_bytes)
         if not isinstance(model, cls):
             raise ValueError(
                 f"{path} holds a {type(model).__name__} model; expected a {cls.__name__}"
@@ -687,16 +699,41 @@ def _restore_class(name: str, module: str) -> type[Estimator]:
         try:
             importlib.import_module(module)
         except ImportError as err:
-            raise ImportError(f"loading a {name} model needs {err.name or err}") from err
+            if (err.name or "").split(".")[0] == "crowdbayes":  # no such model module
+                raise ValueError(
+                    f"the model file names a module {module[:80]!r} this crowdbayes lacks"
+                ) from None
+            raise ImportError(f"loading a {name[:80]} model needs {err.name or err}") from err
     cls = _REGISTRY.get(name)
     if cls is None:
-        raise ValueError(f"the model file holds a {name!r}, which this crowdbayes does not know")
+        raise ValueError(
+            f"the model file holds a {name[:80]!r}, which this crowdbayes does not know"
+        )
     return cls
 
 
-def load(path: str | os.PathLike) -> Estimator:
-    """The estimator saved at ``path`` by ``model.save(path)``, fitted state included."""
-    cls, params, state, _ = persistence.read_model_file(path, _restore_class)
-    model = cls(**params)
-    model._set_state(state)
-    return model
+def load(path: str | os.PathLike, *, max_bytes: int | None = None) -> Estimator:
+    """The estimator saved at ``path`` by ``model.save(path)``, fitted state included.
+
+    A model file is untrusted input: it is read within bounds (``max_bytes``, the most bytes
+    its arrays may hold; default: the environment's ``CROWDBAYES_MAX_MODEL_BYTES``, else
+    64 MiB or 32 times the file's size, whichever is larger), its checksums verified, and its
+    parameters and fitted state checked (:mod:`crowdbayes.roles._state_checks`) before it is
+    returned. A damaged, truncated, edited or forged file raises one ``ValueError`` naming the
+    file; a missing one ``FileNotFoundError``; a model that needs a missing package
+    ``ImportError``."""
+    cls, params, state, _ = persistence.read_model_file(path, _restore_class, max_bytes=max_bytes)
+    if not _RESTORE:  # pragma: no cover - every model class imports the roles
+        raise RuntimeError("crowdbayes.roles was not imported: no checks to load a model with")
+    return _RESTORE[0](cls, params, state, path)
+
+
+#: the function that builds a loaded estimator and checks its contents, registered by
+#: :mod:`crowdbayes.roles` (which knows what each role's results must look like; a layer
+#: above this one): ``restore(cls, params, state, path) -> Estimator``
+_RESTORE: list[Callable] = []
+
+
+def register_restore(restore: Callable) -> None:
+    """Set the function :func:`load` builds and checks a restored estimator with."""
+    _RESTORE[:] = [restore]

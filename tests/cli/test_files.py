@@ -143,6 +143,7 @@ def test_every_output_option_is_declared_and_can_be_forced():
         ("prefs", "next"),
         ("prefs", "communities"),
         ("cluster", "fit"),
+        ("convert",),
         ("report", "labels"),
         ("report", "rank"),
         ("report", "prefs"),

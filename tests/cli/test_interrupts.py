@@ -6,6 +6,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 
 import pandas as pd
 import pytest
@@ -51,3 +52,30 @@ def test_an_interrupted_fit_leaves_no_file(tmp_path, signum, status):
     assert process.returncode == status
     assert "interrupted" in rest and "Traceback" not in rest
     assert sorted(p.name for p in tmp_path.iterdir()) == [f"{signum.name}.csv"]
+
+
+@pytest.mark.parametrize("gap", [0.0, 0.005, 0.02])
+@pytest.mark.parametrize(
+    ("first", "second"), [(signal.SIGINT, signal.SIGTERM), (signal.SIGTERM, signal.SIGINT)]
+)
+def test_a_second_signal_soon_after_the_first_is_ignored(tmp_path, first, second, gap):
+    """Ctrl-C then a supervisor's SIGTERM 0-20 ms later (or the other way round): 130 or 143,
+    one line, no file — the second signal does not break off the clean-up of the first.
+
+    Which status is not asserted: two signals pending at once are delivered lowest number
+    first whatever the order they were sent in (on a loaded machine even 20 ms apart), and one
+    arriving after the command has finished its clean-up ends the process by the signal's
+    default action (a negative ``returncode`` here; 128 + n to a shell, the same status)."""
+    process, out = start_long_fit(tmp_path, f"{first.name}-{gap}")
+    try:
+        assert "Gibbs" in process.stderr.readline()
+        process.send_signal(first)
+        time.sleep(gap)
+        process.send_signal(second)
+        _, rest = process.communicate(timeout=60)
+    finally:
+        process.kill()
+    assert process.returncode in (130, 143, -signal.SIGINT, -signal.SIGTERM), rest
+    lines = [line for line in rest.splitlines() if not line.startswith("Gibbs")]  # progress
+    assert lines == ["crowdbayes: interrupted; no output written"], rest
+    assert sorted(p.name for p in tmp_path.iterdir()) == [f"{first.name}-{gap}.csv"]

@@ -49,7 +49,8 @@ def test_labels_report_with_the_fit_options(tmp_path, labels_csv, capsys):
     assert "Dawid-Skene EM: done" in captured.err  # progress lines: stderr is not a terminal
     assert figures_in(out)[-2:] == ["calibration", "convergence"]
     html = out.read_text(encoding="utf-8")
-    assert "DawidSkene(max_iter=50" in html and "gold tasks scored" in html
+    assert "max_iter = 50" in html and "gold tasks scored" in html
+    assert "DawidSkene(" not in html  # the model in words, never its repr
     assert "50 bootstrap replicates" in html
     assert model.exists()
     assert run("report", "labels", labels, "--load", model, "--out", tmp_path / "again.html",
@@ -73,7 +74,9 @@ def test_gold_is_clamped_and_loading_warnings_are_reported(tmp_path, labels_csv,
     err = capsys.readouterr().err
     assert "crowdbayes: warning: labels: dropped 3 row(s) that repeat a task–worker pair" in err
     html = out.read_text(encoding="utf-8")
-    assert "DataWarning: labels: dropped 3 row(s) that repeat a task–worker pair" in html
+    # the data check, once (not again as the warning the command line printed)
+    assert html.count("labels: dropped 3 row(s) that repeat a task–worker pair") == 1
+    assert '<li class="warning">labels: dropped 3 row(s) that repeat' in html
     assert "<td>tasks clamped to a gold class</td><td>10</td>" in html
 
 
@@ -171,7 +174,8 @@ def test_labels_report_on_the_crowd_classifier_with_features(tmp_path, labels_cs
     captured = capsys.readouterr()
     assert code == 0, captured.err
     assert captured.out.startswith(f"CrowdClassifier on {labels}: fit in ")
-    assert "CrowdClassifier(" in out.read_text(encoding="utf-8")
+    html = out.read_text(encoding="utf-8")
+    assert "<code>CrowdClassifier</code>" in html and "CrowdClassifier(" not in html
 
 
 def test_an_unknown_model_is_refused_by_the_parser(tmp_path, labels_csv, capsys):

@@ -1,17 +1,15 @@
-"""The model tables of the command line: parser, ``--help`` and README cannot drift apart."""
+"""The model tables of the command line: parser, ``--help`` and the docs' model tables cannot
+drift apart (the docs page is generated: ``tests/test_docs.py``)."""
 
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
 import pytest
 
 import crowdbayes
 from crowdbayes.cli import _parser
-from crowdbayes.cli._models import TABLES, readme_tables
-
-README = Path(__file__).resolve().parents[2] / "README.md"
+from crowdbayes.cli._models import TABLES
 
 
 def _fit_parser(command: str) -> argparse.ArgumentParser:
@@ -47,15 +45,3 @@ def test_every_model_has_a_command():
     """Each estimator is reachable from the command line under exactly one name."""
     names = [spec.class_name for t in TABLES.values() for spec in t.models.values()]
     assert sorted(names) == sorted(cls.__name__ for cls in crowdbayes.list_models())
-
-
-def test_the_readme_shows_the_tables():
-    text = README.read_text(encoding="utf-8")
-    start, end = "<!-- model tables: begin -->", "<!-- model tables: end -->"
-    assert start in text and end in text
-    shown = text.split(start, 1)[1].split(end, 1)[0].strip()
-    assert shown == readme_tables(), (
-        "README's model tables differ from the command line's; paste the output of\n"
-        "python -c 'from crowdbayes.cli import _models as m; import crowdbayes.cli; "
-        "print(m.readme_tables())'"
-    )

@@ -68,10 +68,10 @@ def test_list_datasets_finds_all_sets(with_data):
         "location",
         "bundled",
     ]
-    assert sorted(listing["name"]) == ALL_SETS
+    assert sorted(listing["name"]) == sorted([*ALL_SETS, "grades"])
     assert listing["name"].is_unique
-    # the env copy of rte wins over the bundled one
-    assert not listing["bundled"].any()
+    # the env copy of rte wins over the bundled one; the simulated grades are bundled only
+    assert listing.loc[listing["bundled"], "name"].tolist() == ["grades"]
     rte = listing.set_index("name").loc["rte"]
     assert (rte.n_labels, rte.n_tasks, rte.n_workers, rte.n_classes, rte.gold_tasks) == (
         8000,
@@ -86,9 +86,9 @@ def test_list_datasets_finds_all_sets(with_data):
 
 def test_list_datasets_bundled_only(without_data):
     listing = list_datasets()
-    assert listing["name"].tolist() == ["rte"]
-    row = listing.iloc[0]
-    assert bool(row.bundled)
+    assert listing["name"].tolist() == ["grades", "rte"]
+    assert listing["bundled"].all()
+    row = listing.iloc[1]
     assert (row.n_labels, row.n_tasks, row.n_workers, row.gold_tasks) == (8000, 800, 164, 800)
 
 
@@ -98,9 +98,9 @@ def test_env_copy_wins_name_clash(monkeypatch, tmp_path):
     (folder / "labels.csv").write_text("task,worker,label\n007,w1,1\n007,w2,0\n")
     (tmp_path / "labels" / "not_a_set").mkdir()  # no labels.csv: ignored
     monkeypatch.setenv("CROWDBAYES_DATA", str(tmp_path))
-    listing = list_datasets()
-    assert listing["name"].tolist() == ["rte"]
-    assert not listing["bundled"].iloc[0]
+    listing = list_datasets().set_index("name")
+    assert listing.index.tolist() == ["grades", "rte"]
+    assert not listing.loc["rte", "bundled"]
     ds = load_labels("rte")
     assert ds.labels["task"].tolist() == ["007", "007"]
     assert ds.gold is None
@@ -185,7 +185,9 @@ def test_unknown_name(with_data):
 
 
 def test_unknown_name_without_env_says_to_set_it(without_data):
-    with pytest.raises(ValueError, match=r"available: \['rte'\]\. Set CROWDBAYES_DATA .*not set"):
+    with pytest.raises(
+        ValueError, match=r"available: \['grades', 'rte'\]\. Set CROWDBAYES_DATA .*not set"
+    ):
         load_labels("dog")
 
 

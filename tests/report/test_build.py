@@ -3,6 +3,8 @@ and small, and its errors."""
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import re
 import warnings
 
@@ -19,9 +21,15 @@ def figure_names(html: str) -> list[str]:
 
 
 def self_contained(html: str) -> None:
-    """No reference outside the page: only data: images, no script, no link, a CSP."""
+    """No reference outside the page: only data: images, one inline script that the CSP allows
+    by its hash and nothing else, no link, a CSP."""
     assert "Content-Security-Policy" in html and "default-src 'none'" in html
-    assert "<script" not in html and "<link" not in html and "url(" not in html
+    scripts = re.findall(r"<script>(.*?)</script>", html, flags=re.S)
+    assert len(scripts) == html.count("<script") == 1
+    digest = base64.b64encode(hashlib.sha256(scripts[0].encode()).digest()).decode()
+    policy = re.search(r'http-equiv="Content-Security-Policy" content="([^"]*)"', html)[1]
+    assert f"script-src 'sha256-{digest}'" in policy and "unsafe-eval" not in policy
+    assert "<link" not in html and "url(" not in html
     sources = re.findall(r'(?:src|href)="([^"]*)"', html)
     assert all(s.startswith(("data:image/png;base64,", "#")) for s in sources), sources
     assert "http://" not in html and "https://" not in html
@@ -56,7 +64,7 @@ def test_label_report_has_every_part(label_models, small_labels):
     ]
     assert figure_names(html) == names and list(report.figures) == names
     assert report.omitted == ()
-    for anchor in ("data", "notes", "agreement", "model", "next"):
+    for anchor in ("summary", "checks", "answers", "data", "agreement", "model", "next"):
         assert f'<section id="{anchor}">' in html
     for text in (
         "crowdbayes report: HierarchicalAnnotation on simulated",

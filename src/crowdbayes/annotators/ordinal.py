@@ -167,7 +167,7 @@ def _newton_polish(
     worker's objective), then the Laplace s.d. at the result."""
     value, gradient = ordinal_worker_log_posterior(params, counts, prior)
     for _ in range(steps):
-        hessian = _hessian(params, counts, prior)
+        hessian = worker_hessian(params, counts, prior)
         with np.errstate(all="ignore"):
             move = -np.linalg.solve(hessian, gradient[:, :, None])[:, :, 0]
         move = np.where(np.isfinite(move), np.clip(move, -1.0, 1.0), 0.0)
@@ -180,7 +180,7 @@ def _newton_polish(
     return params, laplace_sd(params, counts, prior)
 
 
-def _hessian(
+def worker_hessian(
     params: np.ndarray, counts: np.ndarray, prior: tuple[float, float, float], step: float = 1e-5
 ) -> np.ndarray:
     """Each worker's 2 × 2 Hessian of the log-posterior, by central differences of the
@@ -200,5 +200,5 @@ def laplace_sd(
 ) -> np.ndarray:
     """Posterior standard deviations of (b, η) per worker from the Laplace approximation
     (the square roots of the diagonal of the inverse negative Hessian at the mode)."""
-    covariance = np.linalg.inv(-_hessian(params, counts, prior))
+    covariance = np.linalg.inv(-worker_hessian(params, counts, prior))
     return np.sqrt(np.clip(np.diagonal(covariance, axis1=1, axis2=2), 0.0, None))

@@ -22,10 +22,13 @@ goes to stdout); ``--save-model`` writes the model file; progress and warnings g
 A mistyped command, option or model name gets a suggestion.
 
 Exit status: 0 success; 1 a failure while running (a numerical failure, memory, a missing
-optional package, a file that could not be written); 2 bad usage or bad input (the message says
-which); 130 and 143 interrupted (Ctrl-C, ``SIGTERM``), with no output file (nor temporary file)
-left behind. Errors are one line on stderr; messages name command-line flags, not Python
-parameters (:mod:`._messages`); output files are checked before any input is read
+optional package, a file that could not be written, an internal error); 2 bad usage or bad
+input (the message says which; a corrupt file, an input too large for the model's dense
+arrays: :mod:`crowdbayes._capacity`); 130 and 143 interrupted (Ctrl-C, ``SIGTERM``), with no
+output file (nor temporary file) left behind. Any error is one line on stderr, whatever its
+type (``--debug`` or ``CROWDBAYES_DEBUG=1`` adds the traceback); ``--quiet``, ``--debug``
+and ``--version`` may come before or after the command; messages name command-line flags, not
+Python parameters (:mod:`._messages`); output files are checked before any input is read
 (:mod:`._outputs`) and written together, all or nothing.
 
 Building the parser imports neither numpy nor pandas: each command imports what it needs when
@@ -36,21 +39,23 @@ from __future__ import annotations
 
 import argparse
 import functools
+import os
 import sys
+import traceback
 import warnings
 from collections.abc import Sequence
 
-from .._version import __version__
-from . import cluster, datasets, labels, prefs, rank, report, values
+from . import cluster, convert, datasets, labels, prefs, rank, report, values
 from ._common import EXIT_ERROR, EXIT_FAILURE, CommandError
-from ._messages import name_the_file, to_flags
+from ._messages import error_line, is_corrupt_data, printable, to_flags
+from ._models import check_integers
 from ._outputs import check_outputs
-from ._parser import Parser, deprecation_notes, suggest_options
+from ._parser import GENERAL_OPTIONS, Parser, deprecation_notes, suggest_options
 from ._signals import Terminated, exit_status, interrupts_as_exceptions
 
 __all__ = ["main", "CommandError", "EXIT_ERROR", "EXIT_FAILURE"]
 
-_FAMILIES = (labels, values, rank, prefs, cluster, report, datasets)
+_FAMILIES = (labels, values, rank, prefs, cluster, report, datasets, convert)
 
 _EPILOG = """exit status: 0 success, 1 failure while running, 2 bad usage or bad input,
 130/143 interrupted (no output file left behind)"""
@@ -64,7 +69,6 @@ def _parser() -> Parser:
         description="Bayesian inference from noisy human judgments.",
         epilog=_EPILOG,
     )
-    parser.add_argument("--version", action="version", version=f"crowdbayes {__version__}")
     commands = parser.add_subparsers(
         dest="command", required=True, metavar="COMMAND", parser_class=Parser
     )
@@ -75,7 +79,8 @@ def _parser() -> Parser:
 
 def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
     """The parsed command line; an unknown option is refused by the command it was given to,
-    with the closest option of that command."""
+    with the closest option of that command. The general options (``--quiet``, ``--debug``)
+    are False when not given."""
     parser = _parser()
     args, unknown = parser.parse_known_args(argv)
     if unknown:
@@ -83,16 +88,19 @@ def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
         command.error(f"unrecognized arguments: {suggest_options(command, unknown)}")
     if getattr(args, "input", "") is None:  # the old flag of a positional input (--links)
         args.input = getattr(args, "input_alias", None)
+    for name in GENERAL_OPTIONS:
+        setattr(args, name, getattr(args, name, False))
+    check_integers(args)
     return args
 
 
 def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
-    print(f"crowdbayes: warning: {to_flags(str(message))}", file=sys.stderr)
+    print(f"crowdbayes: warning: {printable(to_flags(str(message)))}", file=sys.stderr)
 
 
 #: errors that say the input or the command line is wrong (exit 2); any other error is a
 #: failure while running (exit 1)
-_BAD_INPUT = (CommandError, ValueError, TypeError, KeyError, LookupError)
+_BAD_INPUT = (CommandError, ValueError, TypeError, KeyError, LookupError, EOFError)
 _BAD_FILE = (FileNotFoundError, IsADirectoryError, NotADirectoryError, PermissionError)
 
 
@@ -100,31 +108,53 @@ def _exit_code(err: BaseException) -> int:
     numpy = sys.modules.get("numpy")
     if numpy is not None and isinstance(err, numpy.linalg.LinAlgError):
         return EXIT_FAILURE  # a numerical failure of the fit, not of the input
-    if isinstance(err, (*_BAD_INPUT, *_BAD_FILE, UnicodeError)):
+    if isinstance(err, (*_BAD_INPUT, *_BAD_FILE, UnicodeError)) or is_corrupt_data(err):
         return EXIT_ERROR
     return EXIT_FAILURE
+
+
+def _debug_wanted(argv: Sequence[str] | None) -> bool:
+    """``--debug`` among the options (before a ``--``), or ``CROWDBAYES_DEBUG`` set to
+    anything but ``0`` or nothing: known before the command line is parsed, so that an error
+    while parsing it shows its traceback too."""
+    words = list(sys.argv[1:] if argv is None else argv)
+    words = words[: words.index("--")] if "--" in words else words
+    return "--debug" in words or os.environ.get("CROWDBAYES_DEBUG", "") not in ("", "0")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``crowdbayes`` command; returns the exit status (module docstring).
 
-    Ctrl-C and ``SIGTERM`` stop the command with no output file (nor temporary file) left
-    behind, and the shell's status for a signal: 130 and 143.
+    Any error of a command, whatever its type, is one line on stderr (``crowdbayes: error:
+    ...``) and the documented exit status; ``--debug`` (or ``CROWDBAYES_DEBUG=1``) prints the
+    traceback above it. Ctrl-C and ``SIGTERM`` stop the command with no output file (nor
+    temporary file) left behind, and the shell's status for a signal: 130 and 143.
     """
-    args = _parse(argv)
+    debug = _debug_wanted(argv)
+    args = None
     with warnings.catch_warnings(), interrupts_as_exceptions():
         warnings.showwarning = _show_warning
-        deprecation_notes(args)
         try:
+            args = _parse(argv)
+            deprecation_notes(args)
             check_outputs(args)
             args.handler(args)
-        except (Exception, MemoryError) as err:
-            message = str(err).splitlines()[0] if str(err) else type(err).__name__
-            print(f"crowdbayes: error: {to_flags(name_the_file(message, args))}", file=sys.stderr)
-            return _exit_code(err)
         except (KeyboardInterrupt, Terminated) as stop:
-            print("crowdbayes: interrupted; no output written", file=sys.stderr)
+            from .._atomic import written_before
+
+            written = written_before(stop)  # a signal during the commit's clean-up
+            what = (
+                f"the outputs were written first: {', '.join(map(str, written))}"
+                if written
+                else "no output written"
+            )
+            print(f"crowdbayes: interrupted; {what}", file=sys.stderr)
             return exit_status(stop)
+        except Exception as err:  # MemoryError, RecursionError ... are Exceptions too
+            if debug:
+                traceback.print_exception(err)
+            print(f"crowdbayes: error: {error_line(err, args)}", file=sys.stderr)
+            return _exit_code(err)
     return 0
 
 

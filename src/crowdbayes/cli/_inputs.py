@@ -7,6 +7,7 @@ parser is built).
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import numpy as np
@@ -129,3 +130,120 @@ def integer_ids(table: pd.DataFrame, columns: tuple[str, str], rows) -> pd.DataF
             )
         table[column] = values.astype(np.int64)
     return table
+
+
+# ---------------------------------------------------------------------------- exports
+def read_export(
+    args,
+    *,
+    kind: str,
+    long_columns: tuple[str, ...],
+    answer: str | None,
+    answer_flag: str = "--label-column",
+):
+    """The judgments of ``args.input``: ``(data, export)`` — the
+    :class:`~crowdbayes.exports.Export` of a tool's export and its long table, or (``export``
+    None) what the family reads as before: the file of a plain long table, opened once (a pipe
+    is read once, :class:`~crowdbayes.data.source.Source`), or ``args.input`` itself for a
+    named data set.
+
+    ``long_columns`` are the columns a long table has (two of them in the header skip the
+    detection); ``answer`` is the answer field the user named (None: chosen from the export).
+    """
+    from ..data.io import open_source
+    from ..exports import ExportError, read_judgments
+
+    fmt = getattr(args, "format", None) or "auto"
+    if getattr(args, "dataset", None) is not None or args.input is None or fmt == "long":
+        return args.input, None
+    what = {"pairs": "comparisons"}.get(kind, kind)
+    source = open_source(args.input, what)
+    if fmt == "auto" and not _may_be_export(source, long_columns):
+        return source, None
+    try:
+        export = read_judgments(
+            source,
+            format=fmt,
+            kind=kind,
+            answer_field=answer,
+            long_columns=long_columns,
+            task=getattr(args, "task_column", None),
+        )
+    except ExportError as err:
+        raise ValueError(err.for_cli(answer_flag)) from None
+    if export.format == "long":
+        return source, None
+    return export.table, export
+
+
+def _may_be_export(source, long_columns: tuple[str, ...]) -> bool:
+    """Whether the file may be an export (so its content is read to tell): JSON, or a table
+    whose header has fewer than two of the long table's columns. A file that is not text is
+    left to the table reader, which names what it is."""
+    from ..exports.detect import head_bytes
+
+    try:
+        head = head_bytes(source)
+        if head[:4] == b"PAR1":
+            return len(set(long_columns) & set(_parquet_columns(source))) < 2
+        text = _decoded(head)
+    except (OSError, UnicodeDecodeError, EOFError, ImportError, ValueError):
+        return False
+    if "\x00" in text:
+        return False
+    stripped = text.lstrip()
+    if stripped[:1] in ("[", "{"):
+        return True
+    header = stripped.split("\n", 1)[0].rstrip("\r")
+    names = {n.strip().strip('"') for n in re.split("[\t,;|]", header)}
+    return len(set(long_columns) & names) < 2
+
+
+def _decoded(head: bytes) -> str:
+    """The sample as text; a character cut by the end of the sample is left out."""
+    try:
+        return head.decode("utf-8-sig")
+    except UnicodeDecodeError as err:
+        if err.start < len(head) - 4:
+            raise
+        return head[: err.start].decode("utf-8-sig")
+
+
+def _parquet_columns(source) -> list[str]:
+    import pyarrow.parquet as pq
+
+    with source.open() as handle:
+        return list(pq.read_schema(handle).names)
+
+
+def export_summary(inputs) -> list[str]:
+    """The summary's line about an export: what was read, what was dropped and why."""
+    export = inputs.extra.get("export")
+    return [export.summary()] if export is not None else []
+
+
+def export_inputs(export) -> tuple[dict, dict]:
+    """What an export adds to a family's :class:`~._record.Inputs`: ``report`` entries
+    (what was dropped) and ``extra`` entries (the export itself)."""
+    if export is None:
+        return {}, {}
+    report = {"dropped": dict(export.dropped)} if _report_takes("dropped") else {}
+    return report, {"export": export}
+
+
+def _report_takes(name: str) -> bool:
+    """Whether :func:`crowdbayes.report.build` (imported by the report command before it
+    reads its input) takes the keyword ``name``: ``Inputs.report`` is passed to it."""
+    import inspect
+    import sys
+
+    report = sys.modules.get("crowdbayes.report")
+    if report is None:
+        return False
+    return name in inspect.signature(report.build).parameters
+
+
+def id_names(args, default_task: str, default_worker: str) -> tuple[str, str]:
+    """The names of the task and worker ids in the outputs: the export's own, or the
+    command line's columns."""
+    return getattr(args, "id_names", None) or (default_task, default_worker)

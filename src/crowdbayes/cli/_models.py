@@ -6,8 +6,8 @@ help, the options that apply to it); the command declares its options as :class:
 (flag, the estimator parameter it sets, help, how the text is read) and its default model.
 From that table come the ``--model`` choices and default, the ``--help`` epilog, the option
 flags, the estimator built from the parsed arguments (an option given to a model it does not
-apply to is refused by name), and the README's model tables (:func:`readme_tables`; a test
-compares them with the README). A new model needs no change here.
+apply to is refused by name), and the docs' model tables (:func:`readme_tables`; ``docs/hooks.py``
+writes them into ``docs/models.md``). A new model needs no change here.
 """
 
 from __future__ import annotations
@@ -22,7 +22,16 @@ from typing import Any
 from .._catalogue import ModelEntry, model_entries
 from ._common import CommandError
 
-__all__ = ["Option", "ModelTable", "readme_tables", "TABLES"]
+__all__ = [
+    "MAX_COUNT",
+    "SEED_RANGE",
+    "Option",
+    "ModelTable",
+    "check_integers",
+    "readme_tables",
+    "TABLES",
+    "whole_number",
+]
 
 
 @dataclass(frozen=True)
@@ -142,9 +151,9 @@ class ModelTable:
         model.check_params()  # before any input is read
         return model
 
-    # ------------------------------------------------------------------ the README
+    # ------------------------------------------------------------ the docs' tables
     def markdown(self) -> str:
-        """The README table of this command's models."""
+        """The docs' table of this command's models (``docs/models.md``)."""
         rows = [
             f"| `{name}` | `{spec.class_name}` | {spec.help}"
             + (" (default)" if name == self.default else "")
@@ -160,30 +169,64 @@ def _dest(flag: str) -> str:
 
 
 # ---------------------------------------------------------------------------- readers
-def positive_int(flag: str) -> Callable[[str], int]:
+#: the largest whole number a count option takes (iterations, samples, sizes, --n): more
+#: than any fit can use, and small enough for every integer type the models compute with
+MAX_COUNT = 10**9
+#: the seeds ``--seed`` takes: what numpy's generators and every library a model seeds
+#: (torch, the legacy ``RandomState``) accept alike
+SEED_RANGE = (0, 2**32 - 1)
+
+
+def _shown(text: str) -> str:
+    """``text`` quoted, cut to a readable length."""
+    return repr(text if len(text) <= 40 else text[:37] + "...")
+
+
+def _out_of_range(flag: str, low: int, high: int, value: int, shown) -> CommandError:
+    if value < low:
+        return CommandError(f"{flag} must be at least {low}; got {shown}")
+    return CommandError(f"{flag} must be at most {high:,}; got {shown}")
+
+
+def whole_number(flag: str, low: int, high: int = MAX_COUNT) -> Callable[[str], int]:
+    """A reader of a whole number from ``low`` to ``high`` (both included) for ``flag``."""
+
     def read(text: str) -> int:
         try:
             value = int(text)
-        except ValueError:
-            raise CommandError(f"{flag} must be a whole number; got {text!r}") from None
-        if value < 1:
-            raise CommandError(f"{flag} must be at least 1; got {value}")
+        except ValueError:  # not a number, or more digits than Python converts
+            raise CommandError(f"{flag} must be a whole number; got {_shown(text)}") from None
+        if not low <= value <= high:
+            raise _out_of_range(flag, low, high, value, value if len(text) <= 40 else _shown(text))
         return value
 
     return read
+
+
+def positive_int(flag: str) -> Callable[[str], int]:
+    """A whole number from 1 to :data:`MAX_COUNT`."""
+    return whole_number(flag, 1)
 
 
 def non_negative_int(flag: str) -> Callable[[str], int]:
-    def read(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise CommandError(f"{flag} must be a whole number; got {text!r}") from None
-        if value < 0:
-            raise CommandError(f"{flag} must be at least 0; got {value}")
-        return value
+    """A whole number from 0 to :data:`MAX_COUNT`."""
+    return whole_number(flag, 0)
 
-    return read
+
+def check_integers(args: argparse.Namespace) -> None:
+    """Refuse, naming the bound, a whole number given to an option that ``argparse`` reads
+    with ``type=int`` (``--seed``, ``--top-k`` ...) outside what the commands can use:
+    ``--seed`` in :data:`SEED_RANGE`, any other at most :data:`MAX_COUNT` in size (the
+    options' own lower bounds are their commands' to check)."""
+    parser = getattr(args, "parser_", None)
+    for action in getattr(parser, "_actions", ()):
+        value = getattr(args, action.dest, None)
+        if action.type is not int or not isinstance(value, int) or not action.option_strings:
+            continue
+        flag = max(action.option_strings, key=len)
+        low, high = SEED_RANGE if action.dest == "seed" else (-MAX_COUNT, MAX_COUNT)
+        if not low <= value <= high:
+            raise _out_of_range(flag, low, high, value, value)
 
 
 def positive_float(flag: str, *, words: tuple[str, ...] = ()) -> Callable[[str], Any]:
@@ -237,10 +280,10 @@ def layer_widths(flag: str) -> Callable[[str], tuple[int, ...]]:
 
 #: filled by the command modules
 TABLES: dict[str, ModelTable] = {}
-#: the order of the README
+#: the order of the docs' tables
 _README_ORDER = ("labels", "values", "rank", "prefs", "cluster")
 
 
 def readme_tables() -> str:
-    """Every command's model table, as in the README."""
+    """Every command's model table, as on ``docs/models.md``."""
     return "\n\n".join(TABLES[name].markdown() for name in _README_ORDER)

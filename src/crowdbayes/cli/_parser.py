@@ -3,7 +3,10 @@ command shares, and old spellings kept for a release.
 
 - :class:`Parser` adds "did you mean ...?" to argparse's errors for an unknown sub-command,
   option or model name (:func:`difflib.get_close_matches`), and names the command in them.
-- :func:`add_common_options` gives every command ``--progress/--no-progress`` and ``--quiet``.
+- every parser, the top level's and each command's, accepts ``--quiet``, ``--debug`` and
+  ``--version`` (:data:`GENERAL_OPTIONS`), so they may come before or after the command
+  (``crowdbayes --debug labels fit x.csv`` = ``crowdbayes labels fit x.csv --debug``);
+- :func:`add_common_options` gives every command ``--progress/--no-progress``.
 - :func:`add_deprecated` accepts an old spelling of an option (``--save`` for
   ``--save-model``): it sets the new option and the command prints one deprecation line.
 """
@@ -17,6 +20,7 @@ import sys
 from typing import NoReturn
 
 __all__ = [
+    "GENERAL_OPTIONS",
     "Parser",
     "add_common_options",
     "add_deprecated",
@@ -31,15 +35,42 @@ _HIDDEN: set[str] = set()
 _INVALID_CHOICE = re.compile(r"invalid choice: '([^']*)' \(choose from (.*)\)")
 
 
+#: the options every parser accepts, before or after the command: their ``args`` attribute,
+#: absent unless given (so a command's parser never resets what the top level's set), is
+#: filled in by :func:`crowdbayes.cli.main` (False when not given)
+GENERAL_OPTIONS = ("quiet", "debug")
+
+
 class Parser(argparse.ArgumentParser):
     """An ``ArgumentParser`` whose errors suggest the closest valid word; it keeps the long
-    option strings added to it (``flags``, argument groups included) for the suggestions."""
+    option strings added to it (``flags``, argument groups included) for the suggestions,
+    and accepts the general options (``--quiet``, ``--debug``, ``--version``) wherever it is
+    in the command."""
 
     def __init__(self, *args, **kwargs) -> None:
         self.flags: list[str] = []
         super().__init__(*args, **kwargs)
         # the command that parsed the arguments (the innermost sets it last)
         self.set_defaults(parser_=self)
+        self._add_general_options()
+
+    def _add_general_options(self) -> None:
+        from .._version import __version__
+
+        self.add_argument(
+            "-q",
+            "--quiet",
+            action="store_true",
+            default=argparse.SUPPRESS,
+            help="print no summary (errors and warnings still go to stderr)",
+        )
+        self.add_argument(
+            "--debug",
+            action="store_true",
+            default=argparse.SUPPRESS,
+            help="show the Python traceback of an error (also: CROWDBAYES_DEBUG=1)",
+        )
+        self.add_argument("--version", action="version", version=f"crowdbayes {__version__}")
 
     def add_argument(self, *names, **kwargs):
         self.flags.extend(n for n in names if n.startswith("--"))
@@ -85,18 +116,13 @@ def suggest_options(parser: Parser, words: list[str]) -> str:
 
 
 def add_common_options(parser: argparse.ArgumentParser) -> None:
-    """``--progress/--no-progress`` and ``--quiet``, accepted by every command."""
+    """``--progress/--no-progress``, accepted by every command (``--quiet`` is one of the
+    general options of every :class:`Parser`)."""
     parser.add_argument(
         "--progress",
         action=argparse.BooleanOptionalAction,
         default=None,
         help="show the progress of fits on stderr (default: yes)",
-    )
-    parser.add_argument(
-        "-q",
-        "--quiet",
-        action="store_true",
-        help="print no summary (errors and warnings still go to stderr)",
     )
 
 
@@ -142,6 +168,18 @@ def deprecation_notes(args: argparse.Namespace) -> None:
     """Print the deprecation lines of ``args`` on stderr (one per old spelling used)."""
     for note in getattr(args, "deprecated_", ()):
         print(f"crowdbayes: warning: {note}", file=sys.stderr)
+
+
+def add_normalize_option(parser: Parser) -> None:
+    """``--no-normalize``: keep ids and labels exactly as given (by default the containers strip
+    the spaces around them and put Unicode in NFC, warning how many values changed)."""
+    parser.add_argument(
+        "--no-normalize",
+        dest="normalize",
+        action="store_false",
+        help="keep ids and labels as given (default: strip the spaces around them and put "
+        "Unicode in NFC, warning how many values changed)",
+    )
 
 
 def add_features_option(parser: Parser, help: str) -> None:

@@ -16,23 +16,43 @@ same verbs, with the same flags and the same conventions, for every family:
 
 and every command takes ``--progress/--no-progress`` and ``--quiet``. The command line's
 capability checks read the models' tags (:class:`crowdbayes.base.Tags`), never their classes.
+
+The files a command writes are committed together (:func:`write_outputs`: all the old ones or
+all the new ones, never a mix; an output that another program created meanwhile is not
+overwritten without ``--force``); the ids and labels of CSV outputs that a spreadsheet would
+run as formulas are warned about, or escaped with ``--escape-formulas``; the summary is printed
+with control characters escaped (:mod:`._safety`).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from ._common import CommandError, show_progress
 from ._models import ModelTable, positive_int
 from ._outputs import add_output
 from ._parser import Parser, add_common_options, add_deprecated
+from ._safety import safe_for_spreadsheets, terminal_safe
 
-__all__ = ["Family", "Inputs", "NextVerb", "PredictVerb", "emit", "say", "write_results"]
+__all__ = [
+    "Family",
+    "Inputs",
+    "NextVerb",
+    "PredictVerb",
+    "emit",
+    "model_writer",
+    "say",
+    "table_output",
+    "write_outputs",
+    "write_results",
+]
 
 #: optional packages and the extra that installs them
 _EXTRAS = {"torch": "deep", "dask": "dask", "matplotlib": "plot", "pyarrow": "parquet"}
@@ -130,6 +150,7 @@ class Family:
             short="-o",
             directory_ok=self.special_fit is not None,  # the Dask backend writes a directory
         )
+        add_escape_formulas(fit)
         self.add_save_model(fit, replaces=self.save_model_replaces)
         if self.worker_table is not None:
             add_output(fit, "--workers-out", "write the per-worker results here")
@@ -141,6 +162,7 @@ class Family:
             verb.add_argument("model_file", metavar="MODEL", help="a model file (--save-model)")
             self.predict.add_options(verb)
             add_output(verb, "--out", "write the predictions here (default: stdout)", short="-o")
+            add_escape_formulas(verb)
             add_common_options(verb)
             verb.set_defaults(handler=self.run_predict)
         if self.next is not None:
@@ -154,6 +176,7 @@ class Family:
             )
             self.next.add_options(verb)
             add_output(verb, "--out", "write the questions here (default: stdout)", short="-o")
+            add_escape_formulas(verb)
             verb.set_defaults(handler=self.run_next)
         if self.more_verbs is not None:
             self.more_verbs(actions)
@@ -243,14 +266,15 @@ class Family:
         table = self.item_table(model, args)
         files = []
         if args.out:
-            files.append((args.out, _table_writer(table)))
+            files.append((args.out, table_output(args, table, args.out)))
         if self.worker_table is not None and args.workers_out:
-            files.append((args.workers_out, _table_writer(self.worker_table(model), index=False)))
+            workers = _named_workers(self.worker_table(model), args)
+            files.append((args.workers_out, table_output(args, workers, args.workers_out)))
         if args.save_model:
-            files.append((args.save_model, lambda tmp: model.save(tmp, overwrite=True)))
-        _write(files)
+            files.append((args.save_model, model_writer(model)))
+        write_outputs(args, files)
         if not args.out:
-            emit(table)
+            emit(table, args=args)
         written = [str(path) for path, _ in files]
         say(args, [*self.summary(model, inputs, seconds, args, table), *_wrote(written)])
 
@@ -311,6 +335,15 @@ class Family:
         say(args, self.next.summary(model, inputs, table, args))
 
 
+def _named_workers(table, args: argparse.Namespace):
+    """The per-worker results with the workers' column named as the input names it (an
+    export's own id name, or ``--worker-column``)."""
+    from ._inputs import id_names
+
+    column = vars(args).get("worker_column", "worker")
+    return table.rename(columns={"worker": id_names(args, "task", column)[1]})
+
+
 def _missing_package(what: str, err: ImportError) -> str:
     # the deep models' module re-raises the ImportError of torch with its own message
     cause = err.__cause__ if isinstance(err.__cause__, ImportError) else err
@@ -333,29 +366,85 @@ def _confidence(text: str | None) -> float | None:
 
 
 # ---------------------------------------------------------------------------- output
-def _table_writer(table, *, index: bool = True):
+def add_escape_formulas(parser: Parser) -> None:
+    """``--escape-formulas`` (for the commands that write tables)."""
+    parser.add_argument(
+        "--escape-formulas",
+        action="store_true",
+        help="write ids and labels that start with =, +, -, @, a tab or a carriage return "
+        "prefixed with ' so that a spreadsheet shows them instead of running them as formulas "
+        "(OWASP); without it they are written as they are, with a warning",
+    )
+
+
+def _spreadsheet_ready(args: argparse.Namespace, table, where: str):
+    return safe_for_spreadsheets(table, where, escape=getattr(args, "escape_formulas", False))
+
+
+def table_output(args: argparse.Namespace, table, path, *, index: bool = True):
+    """The writer of ``table`` to ``path`` (CSV, TSV or Parquet by its extension), for
+    :func:`write_outputs`; a CSV or TSV is made safe to open in a spreadsheet first."""
     from ..data.io import table_writer
 
+    if not str(path).lower().endswith((".parquet", ".pq")):
+        table = _spreadsheet_ready(args, table, str(path))
     return table_writer(table, index=index)
 
 
-def _write(files: list) -> None:
-    from ..data.io import write_atomically
+def model_writer(model):
+    """The writer of ``model``'s file, for :func:`write_outputs`."""
+    return lambda tmp: model.save(tmp, overwrite=True)  # the file staged for it exists
 
-    if files:
-        write_atomically(files)
+
+def may_replace(args: argparse.Namespace, path) -> bool:
+    """Whether the output ``path`` may replace a file that exists: with ``--force``, or when
+    it is the input its option is declared to update in place (``--save-model`` naming the
+    ``--init-model``)."""
+    if getattr(args, "force", False):
+        return True
+    key = Path(path).resolve()
+    for option in getattr(args, "output_options", ()):
+        if option.replaces is None:
+            continue
+        value, replaced = getattr(args, option.dest, None), getattr(args, option.replaces, None)
+        if value and replaced and Path(value).resolve() == key == Path(replaced).resolve():
+            return True
+    return False
+
+
+def write_outputs(args: argparse.Namespace, files: list, outputs=None) -> None:
+    """Write ``files`` — ``(path, write)`` pairs — as one set: all of them or none, moved into
+    place in one step that no signal splits, and refusing a file that appeared since the
+    command started unless it may be replaced (:class:`crowdbayes._atomic.OutputSet`).
+    ``outputs``: an :class:`~crowdbayes._atomic.OutputSet` that holds more staged outputs
+    already (the Dask backend's directory), committed with them."""
+    from .._atomic import OutputSet
+
+    if not files and outputs is None:
+        return
+    with contextlib.ExitStack() as stack:
+        if outputs is None:
+            outputs = stack.enter_context(OutputSet(overwrite=False))
+        for path, write in files:
+            write(outputs.file(path, overwrite=may_replace(args, path)))
+        try:
+            outputs.commit()
+        except FileExistsError as err:  # another run wrote one of them meanwhile
+            raise FileExistsError(str(err).replace("overwrite=True", "--force")) from None
 
 
 def write_results(args: argparse.Namespace, table, *, index: bool = True) -> None:
     """The results of a command: to the file ``-o`` names (atomically), else to stdout."""
     if args.out:
-        _write([(args.out, _table_writer(table, index=index))])
+        write_outputs(args, [(args.out, table_output(args, table, args.out, index=index))])
     else:
-        emit(table, index=index)
+        emit(table, index=index, args=args)
 
 
-def emit(table, *, index: bool = True) -> None:
-    """Write ``table`` to stdout as CSV (the per-item results when no ``-o`` is given)."""
+def emit(table, *, index: bool = True, args: argparse.Namespace | None = None) -> None:
+    """Write ``table`` to stdout as CSV (the per-item results when no ``-o`` is given), made
+    safe to open in a spreadsheet (:func:`table_output`)."""
+    table = _spreadsheet_ready(args, table, "stdout")
     try:
         table.to_csv(sys.stdout, index=index)
         sys.stdout.flush()
@@ -380,4 +469,4 @@ def say(args: argparse.Namespace, lines: list[str]) -> None:
     if getattr(args, "quiet", False) or not lines:
         return
     stream = sys.stdout if getattr(args, "out", None) else sys.stderr
-    print("\n".join(lines), file=stream, flush=True)
+    print("\n".join(map(terminal_safe, lines)), file=stream, flush=True)

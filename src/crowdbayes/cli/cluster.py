@@ -59,7 +59,7 @@ from ._models import (
     positive_float,
     positive_int,
 )
-from ._parser import Parser
+from ._parser import Parser, add_normalize_option
 from ._record import Family, Inputs
 
 __all__ = ["CLUSTER", "FAMILY", "register"]
@@ -146,6 +146,7 @@ TABLES["cluster"] = CLUSTER
 
 # ------------------------------------------------------------------------------ options
 def add_input_options(parser: Parser) -> None:
+    add_normalize_option(parser)
     parser.add_argument(
         "--features",
         help="item features (scdc, bayes-scdc): a table with an 'item' column and numeric "
@@ -196,7 +197,7 @@ def read(args: argparse.Namespace, model) -> Inputs:
         features = read_features(
             args.features, id_column=args.item_column, what="features", also="a .npy array"
         )
-    return Inputs(Links(table, features, **names), str(args.input))
+    return Inputs(Links(table, features, normalize=args.normalize, **names), str(args.input))
 
 
 # ------------------------------------------------------------------------------ fit

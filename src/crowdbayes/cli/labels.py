@@ -14,8 +14,9 @@ from ._models import (
     positive_float,
     positive_int,
 )
-from ._parser import Parser, add_deprecated
+from ._parser import Parser, add_deprecated, add_normalize_option
 from ._record import Family, Inputs, NextVerb
+from .convert import add_format_option
 
 __all__ = ["FAMILY", "LABELS", "QUESTION_STRATEGIES", "register"]
 
@@ -52,15 +53,39 @@ LABELS = ModelTable(
 )
 TABLES["labels"] = LABELS
 
+#: from this many labels, ``labels fit`` without ``--model`` fits :data:`FAST_MODEL` instead
+#: of the default sampler, saying so: the hierarchical model's Gibbs sweeps project to ~180 s
+#: on 5M labels where Dawid–Skene fits in seconds (issue 40)
+LARGE_INPUT_LABELS = 1_000_000
+FAST_MODEL = "bayes-ds"
+
+
+class _DefaultModel(str):
+    """``args.model`` when ``--model`` was not given: the default's name, told apart from the
+    same name typed on the command line (which insists on it)."""
+
 
 # ------------------------------------------------------------------------------ options
 def add_input_options(parser: Parser) -> None:
     """The options that read the labels (fit, next, report)."""
     parser.add_argument("--gold", help="known classes (task,label) clamped during inference")
     parser.add_argument("--classes", help="comma-separated declared classes, in order")
+    parser.add_argument(
+        "--merge-classes",
+        metavar="VARIANT=CLASS,...",
+        help='classes to merge before fitting, e.g. "Dog=dog,dgo=dog" (near-duplicate classes '
+        "are warned about, never merged unless named here)",
+    )
+    add_normalize_option(parser)
     parser.add_argument("--task-column", default="task")
     parser.add_argument("--worker-column", default="worker")
-    parser.add_argument("--label-column", default="label")
+    parser.add_argument(
+        "--label-column",
+        default="label",
+        help="the column of labels (default label); for an export, the answer field to read "
+        "(the export's own name, e.g. OUTPUT:result)",
+    )
+    add_format_option(parser, "Label Studio, Toloka, MTurk, Prolific, Argilla, wide")
     parser.add_argument("--duplicates", choices=["keep", "drop", "error"], default="keep")
     parser.add_argument(
         "--features",
@@ -80,6 +105,7 @@ def add_input_options(parser: Parser) -> None:
 
 def add_fit_options(parser: Parser) -> None:
     """The options of ``labels fit`` alone: scale-out and updates of a saved model."""
+    parser.set_defaults(model=_DefaultModel(LABELS.default))
     scale = parser.add_argument_group("scale and updates (mv, ds, bayes-ds: see their tags)")
     scale.add_argument(
         "--backend",
@@ -140,17 +166,20 @@ def read(args: argparse.Namespace, model) -> Inputs:
     """The labels (a file or ``--dataset``), the task features of a model that uses them, and
     the scoring gold (``--eval-gold``, less the tasks ``--gold`` clamps)."""
     from ..data import Labels
-    from ._inputs import task_labels
+    from ..data.hygiene import parse_merge_classes
+    from ._inputs import export_inputs, read_export, task_labels
 
     options = dict(
         task=args.task_column,
         worker=args.worker_column,
         label=args.label_column,
         classes=parse_classes(args.classes),
+        merge_classes=parse_merge_classes(args.merge_classes),
+        normalize=args.normalize,
         duplicates=args.duplicates,
         ordered=args.ordered,
     )
-    eval_gold = None
+    eval_gold, export = None, None
     if args.dataset is not None:
         from ..datasets import load_labels
 
@@ -158,11 +187,25 @@ def read(args: argparse.Namespace, model) -> Inputs:
         data, eval_gold, source = dataset.labels, dataset.gold, f"data set {dataset.name!r}"
         options.update(task="task", worker="worker", label="label")
     else:
-        data, source = args.input, str(args.input)
-    labels = Labels(data, gold=args.gold, **options)
-    if args.eval_gold is not None:
+        source = str(args.input)
+        data, export = read_export(
+            args,
+            kind="labels",
+            long_columns=(args.task_column, args.worker_column, args.label_column),
+            answer=None if args.label_column == "label" else args.label_column,
+        )
+    gold = args.gold
+    if export is not None:
+        options.update(task=export.task, worker=export.worker, label=export.answer)
+        gold = _export_gold(export, args.gold)
+        args.id_names = (export.task, export.worker)
+    labels = Labels(data, gold=gold, **options)
+    if args.eval_gold is not None and export is not None:
+        eval_gold = _export_task_labels(args.eval_gold, "eval-gold", export)
+    elif args.eval_gold is not None:
         eval_gold = task_labels(args.eval_gold, "eval-gold", args.task_column, args.label_column)
     eval_gold = _without_clamped(eval_gold, labels)
+    report, extra = export_inputs(export)
     features = None
     if args.features is not None:
         from ..data.features import read_features
@@ -171,9 +214,42 @@ def read(args: argparse.Namespace, model) -> Inputs:
     return Inputs(
         labels,
         source,
-        report={"eval_gold": eval_gold},
-        extra={"eval_gold": eval_gold, "features": features},
+        report={"eval_gold": eval_gold, **report},
+        extra={"eval_gold": eval_gold, "features": features, **extra},
     )
+
+
+def _export_gold(export, path: str | None):
+    """The gold an export carries (Label Studio ``ground_truth``, Toloka ``GOLDEN:*``),
+    overridden task by task by a ``--gold`` file."""
+    if path is None:
+        return export.gold
+    given = _export_task_labels(path, "gold", export)
+    return given if export.gold is None else given.combine_first(export.gold)
+
+
+def _export_task_labels(path: str, what: str, export):
+    """A ``task, label`` file beside an export (``--gold``, ``--eval-gold``): its columns the
+    export's task and answer fields, or ``task`` and ``label``; its ids matched to the
+    export's (text read as integers where the export's ids are integers)."""
+    import pandas as pd
+
+    from ..data.io import read_table
+    from ._inputs import ids_like
+
+    table = read_table(path, what=what, id_columns=(export.task, "task"))
+    names = (export.task, export.answer)
+    if not set(names) <= set(table.columns):
+        names = ("task", "label")
+    missing = [c for c in names if c not in table.columns]
+    if missing:
+        raise ValueError(
+            f"{what}: column {missing[0]!r} is missing (give {export.task!r} and "
+            f"{export.answer!r}, or task and label); got {list(map(str, table.columns))}"
+        )
+    known = pd.Index(export.table[export.task].unique())
+    index = pd.Index(ids_like(table[names[0]], known), name=export.task)
+    return pd.Series(table[names[1]].to_numpy(), index=index, name=export.answer)
 
 
 def _without_clamped(eval_gold, labels):
@@ -234,15 +310,46 @@ def fit(model, inputs: Inputs, args: argparse.Namespace):
         return saved.set_params(**updates).partial_fit(inputs.data)
     if getattr(args, "init_model", None):
         return model.fit(inputs.data, init=args.init_model)
+    model = _fast_model_for_large_input(model, inputs.data, args)
     return model.fit(inputs.data, inputs.extra["features"])
 
 
+def _fast_model_for_large_input(model, labels, args: argparse.Namespace):
+    """:data:`FAST_MODEL` in place of the default model on :data:`LARGE_INPUT_LABELS` labels or
+    more, with a one-line warning naming ``--model`` to insist; ``model`` itself when the model
+    was named, the input is smaller, or an option given applies to the default model only
+    (asking for its sweeps is asking for it)."""
+    import warnings
+
+    from ..exceptions import DataWarning
+
+    if not isinstance(args.model, _DefaultModel) or labels.n_labels < LARGE_INPUT_LABELS:
+        return model
+    fast = LABELS.spec(FAST_MODEL)
+    if any(flag not in fast.options for flag in LABELS.given(args)):
+        return model
+    default = args.model
+    args.model = FAST_MODEL
+    warnings.warn(
+        f"{labels.n_labels:,} labels: fitting --model {FAST_MODEL} ({fast.help}; seconds) "
+        f"instead of the default --model {default} (its Gibbs sweeps take minutes at this "
+        f"size); give --model {default} to insist",
+        DataWarning,
+        stacklevel=2,
+    )
+    return LABELS.make(args, random_state=args.seed, progress=model.progress)
+
+
 def summary(model, inputs: Inputs, seconds: float, args: argparse.Namespace, table) -> list[str]:
+    from ._inputs import export_summary
+
     labels = inputs.data
     lines = [
         f"{type(model).__name__} on {inputs.source}: {labels.n_labels} labels, "
         f"{labels.n_tasks} tasks, {labels.n_workers} workers, classes {list(labels.classes)}",
+        *(f"data check  {check.message}" for check in labels.data_checks if not check.warned),
         f"fit in {seconds:.2f} s: {fit_status(model)}",
+        *_choice_lines(model),
     ]
     prevalence = ", ".join(f"{k}: {v:.3f}" for k, v in model.prevalence_.items())
     lines.append(f"prevalence  {prevalence}")
@@ -259,11 +366,26 @@ def summary(model, inputs: Inputs, seconds: float, args: argparse.Namespace, tab
         )
     if inputs.extra["eval_gold"] is not None:
         lines.append(_score_line(model, inputs.extra["eval_gold"]))
-    return lines
+    return [*lines, *export_summary(inputs)]
+
+
+def _choice_lines(model) -> list[str]:
+    """What ``--model auto`` chose and the held-out label scores it chose by."""
+    if model.choice_ is None:
+        return []
+    if model.scores_ is None:
+        return [f"choice      {model.choice_} (too few labels per task to compare models)"]
+    scores = ", ".join(f"{name} {score:.3f}" for name, score in model.scores_["score"].items())
+    return [
+        f"choice      {model.choice_}; held-out label log-likelihood per label (higher is "
+        f"better): {scores}"
+    ]
 
 
 def fit_status(model) -> str:
-    """How the fit ended: the sampler's chains and largest R-hat, or the iterations."""
+    """How the fit ended: the sampler's chains and largest R-hat, or the iterations (of the
+    chosen model, for ``--model auto``)."""
+    model = model.model_ or model
     facts = model.diagnostics()
     if model.tags.posterior == "sampled":
         return (
@@ -343,7 +465,17 @@ def next_questions(model, inputs: Inputs, args: argparse.Namespace):
 
 
 def next_table(questions, args: argparse.Namespace):
-    return questions.rename(columns={"task": args.task_column, "worker": args.worker_column})
+    from ._inputs import id_names
+
+    task, worker = id_names(args, args.task_column, args.worker_column)
+    return questions.rename(columns={"task": task, "worker": worker})
+
+
+def item_table(model, args: argparse.Namespace):
+    """The per-task results, the tasks named as the input names them."""
+    from ._inputs import id_names
+
+    return model.task_table().rename_axis(id_names(args, args.task_column, "worker")[0])
 
 
 def next_summary(model, inputs: Inputs, table, args: argparse.Namespace) -> list[str]:
@@ -355,10 +487,13 @@ def next_summary(model, inputs: Inputs, table, args: argparse.Namespace) -> list
             f"confidence {level:g}"
         )
     where = args.out or "stdout"
+    from ._inputs import export_summary
+
     return [
         f"{type(model).__name__} on {inputs.source}: expected accuracy (no gold) "
         f"{model.expected_accuracy():.4f}{done}",
         f"wrote {len(table)} suggestion(s) to {where}",
+        *export_summary(inputs),
     ]
 
 
@@ -371,7 +506,7 @@ FAMILY = Family(
     input_help="labels file (CSV/TSV/Parquet): task,worker,label",
     add_input_options=add_input_options,
     read=read,
-    item_table=lambda model, args: model.task_table(),
+    item_table=item_table,
     summary=summary,
     fit=fit,
     worker_table=lambda model: model.worker_table(),

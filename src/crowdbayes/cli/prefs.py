@@ -34,10 +34,17 @@ import argparse
 
 from ..gp.question_strategies import PAIR_QUESTION_VALUES
 from ._common import CommandError
-from ._models import TABLES, ModelTable, Option, positive_float, positive_int
+from ._models import TABLES, ModelTable, Option, non_negative_int, positive_float, positive_int
 from ._outputs import add_output
-from ._parser import Parser, add_common_options, add_deprecated, add_features_option
+from ._parser import (
+    Parser,
+    add_common_options,
+    add_deprecated,
+    add_features_option,
+    add_normalize_option,
+)
 from ._record import Family, Inputs, NextVerb, PredictVerb, say, write_results
+from .convert import add_format_option
 
 __all__ = ["FAMILY", "PREFS", "register"]
 
@@ -82,6 +89,13 @@ PREFS = ModelTable(
         Option(
             "--ties", "ties", "'equal' labels: drop (default) or half", choices=("drop", "half")
         ),
+        Option("--sweeps", "n_sweeps", "Gibbs sweeps per chain", positive_int("--sweeps")),
+        Option(
+            "--burn-in",
+            "burn_in",
+            "Gibbs sweeps dropped at the start of each chain",
+            non_negative_int("--burn-in"),
+        ),
         Option(
             "--tie-model",
             "tie_model",
@@ -112,22 +126,49 @@ def add_worker_features_option(parser: Parser) -> None:
 
 
 def add_input_options(parser: Parser) -> None:
+    add_normalize_option(parser)
     add_features_option(parser, "item features: an item column + numbers (the GP models)")
     add_worker_features_option(parser)
+    parser.add_argument(
+        "--label-column",
+        default="label",
+        help="the column of the preferred items (default label); for an export, the answer "
+        "field to read (the export's own name, e.g. OUTPUT:result)",
+    )
+    add_format_option(parser, "Label Studio pairwise, Toloka side-by-side")
 
 
 # ------------------------------------------------------------------------------ fit
 def read(args: argparse.Namespace, model) -> Inputs:
     from ..data.comparisons import Comparisons
+    from ._inputs import export_inputs, read_export
 
+    label = getattr(args, "label_column", "label")
+    data, export = read_export(
+        args,
+        kind="pairs",
+        long_columns=(args.worker_column, "left", "right", label),
+        answer=None if label == "label" else label,
+    )
+    columns = dict(worker=args.worker_column, label=label)
+    if export is not None:
+        columns = dict(
+            worker=export.worker,
+            left=export.columns["left"],
+            right=export.columns["right"],
+            label=export.answer,
+        )
     data = Comparisons(
-        args.input,
+        data,
         items=args.features,
         workers=args.worker_features,
         item_column=args.item_column,
         worker_column=args.worker_column,
+        normalize=args.normalize,
+        **columns,
     )
-    return Inputs(data, str(args.input))
+    report, extra = export_inputs(export)
+    return Inputs(data, str(args.input), report=report, extra=extra)
 
 
 def item_table(model, args: argparse.Namespace):
@@ -135,6 +176,8 @@ def item_table(model, args: argparse.Namespace):
 
 
 def summary(model, inputs: Inputs, seconds: float, args: argparse.Namespace, table) -> list[str]:
+    from ._inputs import export_summary
+
     data, facts = inputs.data, model.diagnostics()
     if "iterations" in facts:
         status = f"{facts['iterations']} iterations" + (
@@ -152,7 +195,7 @@ def summary(model, inputs: Inputs, seconds: float, args: argparse.Namespace, tab
     else:
         top = table["mean"].sort_values(ascending=False).index[:5]
         lines.append(f"top items: {', '.join(map(str, top))}")
-    return lines
+    return [*lines, *export_summary(inputs)]
 
 
 # ------------------------------------------------------------------------------ predict

@@ -18,8 +18,9 @@ from ._models import (
     positive_float,
     positive_int,
 )
-from ._parser import Parser, add_features_option
+from ._parser import Parser, add_features_option, add_normalize_option
 from ._record import Family, Inputs, PredictVerb
+from .convert import add_format_option
 
 __all__ = ["FAMILY", "RANK", "register"]
 
@@ -51,6 +52,7 @@ TABLES["rank"] = RANK
 
 
 def add_input_options(parser: Parser) -> None:
+    add_normalize_option(parser)
     parser.add_argument(
         "--pairs-input",
         action="store_true",
@@ -59,6 +61,12 @@ def add_input_options(parser: Parser) -> None:
     add_features_option(parser, "item features: an item column plus numeric columns")
     parser.add_argument("--query-column", default="query")
     parser.add_argument("--rank-column", default="rank")
+    parser.add_argument(
+        "--label-column",
+        help="for an export: the answer field to read (the export's own name of the ranking "
+        "question), when it has several",
+    )
+    add_format_option(parser, "Label Studio ranker: each annotation a ranking")
 
 
 def add_fit_options(parser: Parser) -> None:
@@ -67,20 +75,33 @@ def add_fit_options(parser: Parser) -> None:
 
 def read(args: argparse.Namespace, model) -> Inputs:
     from ..data.rankings import Rankings
-    from ._inputs import feature_frame
+    from ._inputs import export_inputs, feature_frame, read_export
 
     items = feature_frame(args.features, args.item_column, "items")
     if args.pairs_input:
-        rankings = Rankings.from_pairs(args.input, items)
-    else:
-        rankings = Rankings(
-            args.input,
-            items,
-            query=args.query_column,
-            item=args.item_column,
-            rank=args.rank_column,
-        )
-    return Inputs(rankings, str(args.input))
+        return Inputs(Rankings.from_pairs(args.input, items), str(args.input))
+    data, export = read_export(
+        args,
+        kind="rankings",
+        long_columns=(args.query_column, args.item_column, args.rank_column),
+        answer=getattr(args, "label_column", None),
+    )
+    columns = (args.query_column, args.item_column, args.rank_column)
+    if export is not None:
+        data, columns = _queries(export)
+    query, item, rank = columns
+    rankings = Rankings(data, items, query=query, item=item, rank=rank, normalize=args.normalize)
+    report, extra = export_inputs(export)
+    return Inputs(rankings, str(args.input), report=report, extra=extra)
+
+
+def _queries(export):
+    """An export's rankings as a query, item, rank table: each annotation (a task ranked by
+    one annotator) is one query, named ``task/annotator``."""
+    table = export.table
+    query = table[export.task].astype(str) + "/" + table[export.worker].astype(str)
+    data = table.assign(query=query.to_numpy())
+    return data, ("query", export.columns["item"], export.columns["rank"])
 
 
 def item_table(model, args: argparse.Namespace):
@@ -90,6 +111,8 @@ def item_table(model, args: argparse.Namespace):
 
 def summary(model, inputs: Inputs, seconds: float, args: argparse.Namespace, table) -> list[str]:
     import pandas as pd
+
+    from ._inputs import export_summary
 
     rankings = inputs.data
     facts = model.diagnostics()
@@ -109,7 +132,7 @@ def summary(model, inputs: Inputs, seconds: float, args: argparse.Namespace, tab
     top = table[table["top_k"]].head(k)
     shown = ", ".join(str(i) for i in top.index[:10])
     lines.append(f"top {len(top)}: {shown}{' ...' if len(top) > 10 else ''}")
-    return lines
+    return [*lines, *export_summary(inputs)]
 
 
 def add_predict_options(parser: Parser) -> None:

@@ -25,7 +25,7 @@ import warnings
 
 from ._common import CommandError
 from ._outputs import add_output
-from ._record import Family, say
+from ._record import Family, model_writer, say, write_outputs
 from .cluster import FAMILY as CLUSTER
 from .labels import FAMILY as LABELS
 from .prefs import FAMILY as PREFS
@@ -106,7 +106,6 @@ def _load_and_fit(args: argparse.Namespace, family: Family):
 def _report(args: argparse.Namespace) -> None:
     from pathlib import Path
 
-    from ..data.io import write_atomically
     from ..report import build
 
     family: Family = args.family
@@ -137,9 +136,8 @@ def _report(args: argparse.Namespace) -> None:
     if args.out:
         outputs.append((args.out, lambda tmp: Path(tmp).write_text(report.html, encoding="utf-8")))
     if args.save_model:
-        outputs.append((args.save_model, model.save))
-    if outputs:
-        write_atomically(outputs)
+        outputs.append((args.save_model, model_writer(model)))
+    write_outputs(args, outputs)
     if not args.out:
         sys.stdout.write(report.html)
         sys.stdout.flush()

@@ -16,8 +16,9 @@ import pandas as pd
 
 from ..exceptions import DataWarning
 from .features import FeatureTable, read_features
+from .hygiene import Hygiene
 from .io import TableLike, read_table_rows
-from .validate import reject_missing, require_columns, show_values
+from .validate import reject_missing, show_values
 
 __all__ = ["Comparisons", "as_comparisons", "TIE", "ANONYMOUS_WORKER"]
 
@@ -77,6 +78,9 @@ class Comparisons:
         leaves the choice to the model (the GP preference models either drop them with a
         :class:`DataWarning` giving the count, or count a tie as half a win for each side);
         ``"drop"`` removes them here with a warning giving the count; ``"error"`` raises.
+    normalize : bool
+        Strip the spaces around text ids and labels and put them in Unicode NFC (default; the
+        count of values changed is warned). See :mod:`crowdbayes.data.hygiene`.
 
     Attributes
     ----------
@@ -106,21 +110,25 @@ class Comparisons:
         item_column: str = "item",
         worker_column: str = "worker",
         ties: str = "keep",
+        normalize: bool = True,
     ) -> None:
         what = "comparisons"
         if ties not in _TIE_POLICIES:
             raise ValueError(f"ties must be one of {_TIE_POLICIES}; got {ties!r}")
         df, rows = read_table_rows(data, what=what, id_columns=(worker, left, right, label))
-        anonymous = worker not in df.columns and worker == "worker"
+        hygiene = Hygiene(what, normalize=normalize, rows=rows)
+        required = {"left": left, "right": right, "label": label}
+        optional = {"worker": worker} if worker == "worker" else {}
+        df = hygiene.columns(df, required if optional else {**required, "worker": worker}, optional)
+        anonymous = worker not in df.columns
         columns = (left, right, label) if anonymous else (worker, left, right, label)
-        require_columns(df, columns, what)
         if len(df) == 0:
             raise ValueError(f"{what}: the table is empty (0 rows)")
         reject_missing(df, columns, what, rows)
 
-        left_values = df[left].to_numpy()
-        right_values = df[right].to_numpy()
-        label_values = df[label].to_numpy()
+        left_values = hygiene.normalized(df[left], left, rows).to_numpy()
+        right_values = hygiene.normalized(df[right], right, rows).to_numpy()
+        label_values = hygiene.normalized(df[label], label, rows).to_numpy()
         same = np.flatnonzero(left_values == right_values)
         if same.size:
             raise ValueError(
@@ -143,10 +151,10 @@ class Comparisons:
                     f"{what}: {int(tied.sum())} row(s) are ties ({TIE!r}; first at "
                     f"{rows.one(np.argmax(tied))}); pass ties='keep' or ties='drop'"
                 )
-            warnings.warn(
+            hygiene.record(
+                "ties",
                 f"{what}: dropped {int(tied.sum())} tie(s) ({TIE!r}) of {len(df)} rows",
-                DataWarning,
-                stacklevel=2,
+                {"dropped": int(tied.sum())},
             )
             keep = ~tied
             if not keep.any():
@@ -179,10 +187,13 @@ class Comparisons:
                     f"{what}: a worker feature table needs a {worker!r} column in the comparisons"
                 )
         else:
-            worker_codes, worker_ids = pd.factorize(df[worker], sort=False)
+            worker_codes, worker_ids = hygiene.encode(df[worker], worker, rows)
             self.worker_codes = worker_codes.astype(np.int64)
             self.worker_ids = pd.Index(worker_ids, name="worker")
         self.has_workers = not anonymous
+        hygiene.report_normalized()
+        #: what the checks before inference found (:class:`~crowdbayes.data.hygiene.DataCheck`)
+        self.data_checks = hygiene.checks
         worker_features = _feature_table(
             workers, what="workers", id_column=worker_column, expected=self.worker_ids
         )

@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 
 from ..persistence import persistable
+from .hygiene import Hygiene
 from .io import TableLike, read_table_rows
 from .validate import show_values
 
@@ -102,6 +103,12 @@ def read_features(
     if df.index.hasnans:
         missing = np.flatnonzero(df.index.isna())
         raise ValueError(f"{what}: {missing.size} row(s) have a missing id ({rows.some(missing)})")
+    hygiene = Hygiene(what, rows=rows)  # the ids as the containers normalise theirs
+    ids = pd.Series(df.index, name=id_column)
+    cleaned = hygiene.normalized(ids, str(id_column), rows)
+    if cleaned is not ids:
+        df = df.set_axis(pd.Index(cleaned.to_numpy(), name=df.index.name), axis=0)
+        hygiene.report_normalized()
     repeated = df.index[df.index.duplicated()]
     if len(repeated):
         raise ValueError(

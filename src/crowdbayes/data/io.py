@@ -16,18 +16,21 @@ from pathlib import Path
 import pandas as pd
 
 from ..persistence import write_atomically
-from .sniff import TABLE_FORMATS, sniff_table
+from .hygiene import DataCheck, loose_name
+from .sniff import SEPARATOR_NAMES, TABLE_FORMATS, sniff_separator, sniff_source
+from .source import Source, nul_line
 from .validate import POSITIONS, RowNames
 
 __all__ = [
     "TableLike",
+    "open_source",
     "read_table",
     "read_table_rows",
     "table_writer",
     "write_atomically",
 ]
 
-TableLike = pd.DataFrame | str | os.PathLike
+TableLike = pd.DataFrame | str | os.PathLike | Source
 
 
 def read_table(
@@ -53,9 +56,33 @@ def read_table_rows(
 ) -> tuple[pd.DataFrame, RowNames]:
     """:func:`read_table`, and the :class:`~crowdbayes.data.validate.RowNames` by which messages
     name the table's rows: their positions for a DataFrame or a Parquet file, their lines for a
-    CSV/TSV file."""
+    CSV/TSV file. The findings of reading (the separator sniffed) are in ``rows.checks``.
+
+    A file that is not a regular file (a named pipe, a shell's ``<(...)``) is read once, into
+    memory (:class:`~crowdbayes.data.source.Source`). A text file's separator is sniffed from
+    its header (comma, tab, semicolon or pipe; the name's ``.tsv`` wins ties); a header that
+    repeats a column name and a NUL byte anywhere in the file are refused.
+    """
     if isinstance(source, pd.DataFrame):
         return source, POSITIONS
+    file = source if isinstance(source, Source) else open_source(source, what)
+    path = file.path
+    kind, head = sniff_source(file, what, also)
+    if kind == "parquet":
+        table, rows = _read_parquet(file, what), POSITIONS
+    else:
+        table, rows = _read_text(file, what, id_columns, kind, head)
+    if len(table) == 0:
+        raise ValueError(f"{what}: {path} has a header but no rows")
+    return table, rows
+
+
+def open_source(source: str | os.PathLike, what: str) -> Source:
+    """The file at ``source`` as a :class:`~crowdbayes.data.source.Source` (a pipe read once,
+    now), refused with one line when it is missing, a directory or unreadable.
+
+    A caller that looks at a file before a container reads it (e.g. to detect an export's
+    format) opens it with this and passes the source on, so that a pipe is read only once."""
     if not isinstance(source, (str, os.PathLike)):
         raise TypeError(
             f"{what}: expected a pandas DataFrame or a path to a CSV/Parquet file; "
@@ -66,51 +93,88 @@ def read_table_rows(
         raise FileNotFoundError(f"{what}: file not found: {path}")
     if path.is_dir():
         raise ValueError(f"{what}: {path} is a directory; give a file ({TABLE_FORMATS})")
-    kind = sniff_table(path, what=what, also=also)
-    if kind == "parquet":
-        table, rows = _read_parquet(path, what), POSITIONS
-    else:
-        table, rows = _read_text(path, what, id_columns, "gzip" if kind == "gzip" else "infer")
-    if len(table) == 0:
-        raise ValueError(f"{what}: {path} has a header but no rows")
-    return table, rows
-
-
-def _read_parquet(path: Path, what: str) -> pd.DataFrame:
     try:
-        return pd.read_parquet(path)
+        return Source(path)
+    except OSError as err:
+        raise ValueError(f"{what}: {path} cannot be read ({err.strerror or err})") from None
+
+
+def _read_parquet(file: Source, what: str) -> pd.DataFrame:
+    try:
+        return pd.read_parquet(file.target())
     except ImportError as err:  # pragma: no cover - depends on the environment
         raise ImportError(
             f"{what}: reading Parquet needs pyarrow: pip install 'crowdbayes[parquet]'"
         ) from err
     except (ValueError, OSError, TypeError) as err:  # pyarrow's errors derive from these
         raise ValueError(
-            f"{what}: {path} is not a readable Parquet file ({_first_line(err)})"
+            f"{what}: {file.path} is not a readable Parquet file ({_first_line(err)})"
         ) from None
 
 
 def _read_text(
-    path: Path, what: str, id_columns: Sequence[str], compression: str
+    file: Source, what: str, id_columns: Sequence[str], kind: str, head: str | None
 ) -> tuple[pd.DataFrame, RowNames]:
-    name = path.name.lower()
-    sep = "\t" if name.endswith((".tsv", ".tab")) or ".tsv." in name else ","
+    from pandas.io.common import infer_compression
+
+    name, path = file.name, file.path
+    compression = "gzip" if kind == "gzip" else infer_compression(name, "infer")
+    default = "\t" if name.endswith((".tsv", ".tab")) or ".tsv." in name else ","
+    sep = sniff_separator(head, default)
     # RowNames finds the line of each row by splitting the file as this reader does (the C
     # reader, which skips blank and whitespace-only lines)
     options = dict(
         sep=sep, compression=compression, encoding="utf-8-sig", engine="c", skip_blank_lines=True
     )
+    format_name = "TSV" if sep == "\t" else "CSV"
     try:
-        header = pd.read_csv(path, nrows=0, **options).columns
-        dtype = {c: str for c in id_columns if c in header}
-        table = pd.read_csv(path, dtype=dtype, keep_default_na=True, **options)
-        return table, RowNames(path, sep=sep, compression=compression)
+        line = nul_line(file, compression)
+        if line is not None:
+            raise ValueError(
+                f"{what}: {path} has a NUL byte (\\x00) on line {line}: a damaged or binary "
+                "file; remove it"
+            )
+        first = pd.read_csv(file.target(), header=None, nrows=1, dtype=str, **options)
+        header = [h for h in (first.iloc[0].tolist() if len(first) else []) if isinstance(h, str)]
+        _refuse_repeated(header, what, path)
+        dtype = {c: str for c in _matching(header, id_columns)}
+        table = pd.read_csv(file.target(), dtype=dtype, keep_default_na=True, **options)
     except pd.errors.EmptyDataError:
         raise ValueError(f"{what}: {path} is empty") from None
     except (pd.errors.ParserError, UnicodeDecodeError, EOFError, OSError) as err:
-        format_name = "TSV" if sep == "\t" else "CSV"
         raise ValueError(
             f"{what}: {path} cannot be read as {format_name}: {_first_line(err)}"
         ) from None
+    rows = RowNames(file, sep=sep, compression=compression)
+    if sep != default:
+        rows.checks.append(
+            DataCheck(
+                "separator",
+                f"{what}: {path} read as {SEPARATOR_NAMES[sep]}-separated (from its header)",
+                {"columns": len(table.columns)},
+                warned=False,
+            )
+        )
+    return table, rows
+
+
+def _refuse_repeated(header: list[str], what: str, path: Path) -> None:
+    """Refuse a header naming a column twice (pandas would rename the second ``x.1`` and the
+    first would be used silently)."""
+    seen: dict[str, int] = {}
+    for position, name in enumerate(header, 1):
+        if name in seen:
+            raise ValueError(
+                f"{what}: {path} names column {name!r} twice in its header (columns "
+                f"{seen[name]} and {position}); rename one so that each column has one name"
+            )
+        seen[name] = position
+
+
+def _matching(header: list[str], columns: Sequence[str]) -> list[str]:
+    """The header names that ``columns`` name, exactly or but for case and spaces."""
+    wanted = {loose_name(c) for c in columns if isinstance(c, str)}
+    return [h for h in header if h in columns or loose_name(h) in wanted]
 
 
 def _first_line(err: BaseException) -> str:
@@ -121,7 +185,8 @@ def _first_line(err: BaseException) -> str:
 def table_writer(df: pd.DataFrame, *, index: bool = True) -> Callable[[Path], None]:
     """A writer for :func:`write_atomically` choosing CSV/TSV/Parquet by the target's suffix.
 
-    The temporary file keeps the target's name as its suffix, so compression is inferred too.
+    The temporary name keeps the target's extensions (``.csv.gz``, ``.parquet``), so format and
+    compression are inferred from it.
     """
 
     def write(tmp: Path) -> None:

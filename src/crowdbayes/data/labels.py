@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Mapping, Sequence
 from functools import cached_property
 from typing import TYPE_CHECKING
@@ -10,9 +9,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from ..exceptions import DataWarning
+from .hygiene import DataCheck, Hygiene, clean_text
 from .io import TableLike, read_table_rows
-from .validate import reject_missing, require_columns, show_id
+from .validate import plain, reject_missing, show_id
 from .validate import show_values as _show
 
 if TYPE_CHECKING:
@@ -36,7 +35,7 @@ def _duplicate_policy(
     tasks: pd.Index,
     workers: pd.Index,
     policy: str,
-    what: str = "labels",
+    hygiene: Hygiene,
 ) -> tuple[np.ndarray | None, bool]:
     """Apply the duplicates policy to rows repeating a task–worker pair.
 
@@ -44,6 +43,7 @@ def _duplicate_policy(
     distinct task–worker pairs. Works on the integer codes (one hash pass over a single int64
     key), not on the user's id columns.
     """
+    what = hygiene.what
     key = task_codes.astype(np.int64, copy=False) * max(len(workers), 1) + worker_codes
     repeated = pd.Series(key).duplicated(keep="first").to_numpy()
     n_repeated = int(repeated.sum())
@@ -57,20 +57,17 @@ def _duplicate_policy(
             "pass duplicates='keep' or duplicates='drop'"
         )
     if policy == "drop":
-        warnings.warn(
+        message = (
             f"{what}: dropped {n_repeated} row(s) that repeat a task–worker pair {where}; "
-            "the first row of each pair is kept",
-            DataWarning,
-            stacklevel=4,
+            "the first row of each pair is kept"
         )
-        return ~repeated, True
-    warnings.warn(
-        f"{what}: {n_repeated} row(s) repeat a task–worker pair {where}; each is counted "
-        "as a separate vote (pass duplicates='drop' to keep only the first)",
-        DataWarning,
-        stacklevel=4,
-    )
-    return None, False
+    else:
+        message = (
+            f"{what}: {n_repeated} row(s) repeat a task–worker pair {where}; each is counted "
+            "as a separate vote (pass duplicates='drop' to keep only the first)"
+        )
+    hygiene.record("duplicates", message, {"rows": n_repeated})
+    return (~repeated, True) if policy == "drop" else (None, False)
 
 
 #: a class seen at most this many times, and this many times less often than the commonest
@@ -78,9 +75,11 @@ def _duplicate_policy(
 RARE_CLASS_COUNT, RARE_CLASS_RATIO = 3, 500
 
 
-def _warn_rare_classes(label_codes: np.ndarray, classes: pd.Index, what: str) -> None:
-    """Warn about classes much rarer than the others (see :data:`RARE_CLASS_RATIO`)."""
+def _check_classes(label_codes: np.ndarray, classes: pd.Index, hygiene: Hygiene) -> None:
+    """Warn about near-duplicate classes (:meth:`Hygiene.classes`), and about the other
+    classes much rarer than the others (see :data:`RARE_CLASS_RATIO`)."""
     counts = np.bincount(label_codes, minlength=len(classes))
+    hygiene.classes(counts, classes)
     rare = np.flatnonzero(
         (counts <= RARE_CLASS_COUNT) & (counts * RARE_CLASS_RATIO <= counts.max())
     )
@@ -89,12 +88,12 @@ def _warn_rare_classes(label_codes: np.ndarray, classes: pd.Index, what: str) ->
     shown = ", ".join(f"{show_id(classes[c])} ({counts[c]} of {counts.sum()})" for c in rare[:5])
     common = [classes[c] for c in np.flatnonzero(counts > RARE_CLASS_COUNT)]
     one = rare.size == 1
-    warnings.warn(
-        f"{what}: {'class' if one else 'classes'} {shown} {'is' if one else 'are'} much rarer "
-        "than the others (a typo or a stray value?); fix the file, or declare the classes to "
-        f"check every label against them, e.g. classes={[_plain(c) for c in common]}",
-        DataWarning,
-        stacklevel=3,
+    hygiene.record(
+        "rare_classes",
+        f"{hygiene.what}: {'class' if one else 'classes'} {shown} {'is' if one else 'are'} much "
+        "rarer than the others (a typo or a stray value?); fix the file, or declare the classes "
+        f"to check every label against them, e.g. classes={[plain(c) for c in common]}",
+        {"classes": int(rare.size), "labels": int(counts[rare].sum())},
     )
 
 
@@ -106,10 +105,6 @@ def _require_numeric_grades(classes: Sequence) -> None:
             f"labels: ordered=True with labels that are not numbers ({_show(text)}) needs the "
             "grades in order, lowest first: pass classes=[...]"
         )
-
-
-def _plain(value):
-    return value.item() if isinstance(value, np.generic) else value
 
 
 class LabelBlock:
@@ -305,6 +300,15 @@ class Labels(LabelBlock):
         models (:class:`~crowdbayes.models.labels.OrdinalDawidSkene`) need ordered labels; the
         nominal models refuse them (pass ``ordered=False`` to treat grades as unordered
         classes).
+    merge_classes : mapping, optional
+        Classes to merge before anything else, ``{variant: class}`` (e.g. ``{"Dog": "dog",
+        "dgo": "dog"}``), in the labels and the gold labels; the merge is recorded in
+        ``data_checks``. Near-duplicate classes are only warned about, never merged unless
+        named here (``"A"`` and ``"a"`` may be distinct classes on purpose).
+    normalize : bool
+        Strip the spaces (and zero-width spaces) around text ids and labels and put them in
+        Unicode NFC (default), so that ``" dog"`` and ``"dog"`` are one class; the count of
+        values changed is warned. ``False`` keeps every value as given.
 
     Attributes
     ----------
@@ -314,6 +318,11 @@ class Labels(LabelBlock):
         One entry per row.
     gold_codes : ndarray of int, shape (n_tasks,)
         The gold class code of each task, ``-1`` where unknown.
+    data_checks : list of DataCheck
+        What the checks before inference found (:mod:`crowdbayes.data.hygiene`): values
+        normalised, near-duplicate and rare classes, classes merged, repeated task–worker
+        pairs, columns matched but for case, the separator sniffed. Each has a ``kind``, the
+        one-line ``message`` that was warned, and ``counts``.
     """
 
     def __init__(
@@ -327,33 +336,42 @@ class Labels(LabelBlock):
         gold: pd.Series | TableLike | None = None,
         duplicates: str = "keep",
         ordered: bool = False,
+        merge_classes: Mapping | None = None,
+        normalize: bool = True,
     ) -> None:
         what = "labels"
         if not isinstance(ordered, (bool, np.bool_)):
             raise TypeError(f"ordered must be True or False; got {ordered!r}")
+        if duplicates not in _DUPLICATE_POLICIES:
+            raise ValueError(f"duplicates must be one of {_DUPLICATE_POLICIES}; got {duplicates!r}")
         df, rows = read_table_rows(data, what=what, id_columns=(task, worker))
-        require_columns(df, (task, worker, label), what)
+        hygiene = Hygiene(what, normalize=normalize, rows=rows)
+        df = hygiene.columns(df, {"task": task, "worker": worker, "label": label})
         if len(df) == 0:
             raise ValueError(f"{what}: the table is empty (0 rows)")
         reject_missing(df, (task, worker, label), what, rows)
-        if duplicates not in _DUPLICATE_POLICIES:
-            raise ValueError(f"duplicates must be one of {_DUPLICATE_POLICIES}; got {duplicates!r}")
-        task_codes, tasks = pd.factorize(df[task], sort=False)
-        worker_codes, workers = pd.factorize(df[worker], sort=False)
+        task_codes, tasks = hygiene.encode(df[task], task, rows)
+        worker_codes, workers = hygiene.encode(df[worker], worker, rows)
+        label_codes, label_values = hygiene.encode(df[label], label, rows)
         keep, pairs_distinct = _duplicate_policy(
-            task_codes, worker_codes, tasks, workers, duplicates
+            task_codes, worker_codes, tasks, workers, duplicates, hygiene
         )
-        df = df[[task, worker, label]] if keep is None else df.loc[keep, [task, worker, label]]
         if keep is not None:
             task_codes, worker_codes = task_codes[keep], worker_codes[keep]
+            label_codes = label_codes[keep]
             rows = rows.kept(keep)
 
-        gold_series = None if gold is None else self._read_gold(gold, task, label)
+        gold_series = None if gold is None else self._read_gold(gold, task, label, hygiene)
+        label_values = hygiene.merge(label_values, merge_classes, label)
+        if classes is not None and hygiene.normalize:
+            classes = [clean_text(c) for c in classes]
 
-        label_values = df[label].to_numpy()
+        if gold_series is not None:
+            gold_series = hygiene.merged(gold_series)
         declared = classes
         if classes is None:
-            distinct = pd.unique(label_values)
+            seen = np.bincount(label_codes, minlength=len(label_values)) > 0  # in rows kept
+            distinct = pd.unique(np.asarray(label_values, dtype=object)[seen])
             if gold_series is not None:
                 distinct = pd.unique(np.concatenate([distinct, gold_series.to_numpy()]))
             classes = _sorted_classes(np.asarray(distinct, dtype=object))
@@ -365,22 +383,26 @@ class Labels(LabelBlock):
         if len(class_index) < 2:
             raise ValueError(f"classes: need at least 2 classes; got {list(class_index)}")
 
-        label_codes = class_index.get_indexer(label_values)
+        value_codes, label_codes = label_codes, class_index.get_indexer(label_values)[label_codes]
         unknown = np.flatnonzero(label_codes < 0)
         if unknown.size:
-            bad = pd.unique(label_values[unknown])
+            bad = pd.unique(np.asarray(label_values, dtype=object)[value_codes[unknown]])
             raise ValueError(
                 f"{what}: {unknown.size} label(s) are not among the declared classes "
                 f"{list(class_index)}: {_show(bad)} (first at {rows.one(unknown[0])})"
             )
+        hygiene.report_normalized()
         if declared is None:
-            _warn_rare_classes(label_codes, class_index, what)
+            _check_classes(label_codes, class_index, hygiene)
 
         self.tasks: pd.Index = pd.Index(tasks, name="task")
         self.workers: pd.Index = pd.Index(workers, name="worker")
         self.classes: pd.Index = pd.Index(class_index, name="class")
         #: whether the classes are ordered grades (lowest first)
         self.ordered = bool(ordered)
+        #: what the checks before inference found (:class:`~crowdbayes.data.hygiene.DataCheck`):
+        #: values normalised, classes merged or suspicious, rows repeated, columns matched
+        self.data_checks: list[DataCheck] = hygiene.checks
         super().__init__(
             task_codes.astype(np.int64, copy=False),
             worker_codes.astype(np.int64, copy=False),
@@ -394,16 +416,26 @@ class Labels(LabelBlock):
 
     # ------------------------------------------------------------------ construction helpers
     @staticmethod
-    def _read_gold(gold: pd.Series | TableLike | Mapping, task: str, label: str) -> pd.Series:
+    def _read_gold(
+        gold: pd.Series | TableLike | Mapping, task: str, label: str, hygiene: Hygiene
+    ) -> pd.Series:
         if isinstance(gold, Mapping):
             gold = pd.Series(gold)
         if isinstance(gold, pd.Series):
             series = gold
         else:
             df, rows = read_table_rows(gold, what="gold", id_columns=(task,))
-            require_columns(df, (task, label), "gold")
+            df = Hygiene("gold", normalize=hygiene.normalize).columns(
+                df, {"task": task, "label": label}
+            )
             reject_missing(df, (task, label), "gold", rows)
             series = df.set_index(task)[label]
+        if hygiene.normalize:
+            series = pd.Series(
+                [clean_text(v) for v in series.to_numpy()],
+                index=pd.Index([clean_text(t) for t in series.index]),
+                dtype=series.dtype,
+            )
         if series.isna().any():
             raise ValueError(f"gold: {int(series.isna().sum())} task(s) have a missing gold label")
         if series.index.has_duplicates:

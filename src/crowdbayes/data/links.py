@@ -9,15 +9,13 @@ clustering`) compute with the codes and report results in the user's ids.
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 import pandas as pd
 
-from ..exceptions import DataWarning
 from .features import FeatureTable, read_features
+from .hygiene import Hygiene
 from .io import TableLike, read_table_rows
-from .validate import RowNames, reject_missing, require_columns, show_id, show_values
+from .validate import RowNames, reject_missing, show_id, show_values
 
 __all__ = ["Links", "as_links"]
 
@@ -87,18 +85,21 @@ class Links:
         right: str = "right",
         label: str = "label",
         duplicates: str = "keep",
+        normalize: bool = True,
     ) -> None:
         what = "links"
         if duplicates not in _DUPLICATE_POLICIES:
             raise ValueError(f"duplicates must be one of {_DUPLICATE_POLICIES}; got {duplicates!r}")
         df, rows = read_table_rows(data, what=what, id_columns=(worker, left, right))
-        require_columns(df, (worker, left, right, label), what)
+        hygiene = Hygiene(what, normalize=normalize, rows=rows)
+        df = hygiene.columns(df, {"worker": worker, "left": left, "right": right, "label": label})
         if len(df) == 0:
             raise ValueError(f"{what}: the table is empty (0 rows)")
         reject_missing(df, (worker, left, right, label), what, rows)
         labels = _binary_labels(df[label], label, rows)
 
-        left_values, right_values = df[left].to_numpy(), df[right].to_numpy()
+        left_values = hygiene.normalized(df[left], left, rows).to_numpy()
+        right_values = hygiene.normalized(df[right], right, rows).to_numpy()
         if left_values.dtype != right_values.dtype:  # keep 1 and "1" apart when stacking
             left_values, right_values = left_values.astype(object), right_values.astype(object)
         self_links = np.flatnonzero(pd.Series(left_values == right_values).to_numpy())
@@ -135,12 +136,16 @@ class Links:
         n_rows = len(df)
         left_codes = codes[:n_rows].astype(np.int64)
         right_codes = codes[n_rows:].astype(np.int64)
-        worker_codes, workers = pd.factorize(df[worker], sort=False)
+        worker_codes, workers = hygiene.encode(df[worker], worker, rows)
         worker_codes = worker_codes.astype(np.int64)
+        hygiene.report_normalized()
+        #: what the checks before inference found (:class:`~crowdbayes.data.hygiene.DataCheck`)
+        self.data_checks = hygiene.checks
 
         keep = _duplicate_policy(
-            worker_codes, left_codes, right_codes, labels, len(self.item_ids), duplicates, rows
-        )
+            worker_codes, left_codes, right_codes, labels, len(self.item_ids), duplicates, rows,
+            hygiene,
+        )  # fmt: skip
         if keep is not None:
             worker_codes, left_codes = worker_codes[keep], left_codes[keep]
             right_codes, labels = right_codes[keep], labels[keep]
@@ -254,6 +259,7 @@ def _duplicate_policy(
     n_items: int,
     policy: str,
     rows: RowNames,
+    hygiene: Hygiene,
 ) -> np.ndarray | None:
     """Apply the duplicates policy to rows in which a worker repeats an unordered pair.
 
@@ -282,19 +288,20 @@ def _duplicate_policy(
             f"links: {summary}. Pass duplicates='keep' to count every row as a judgment or "
             "duplicates='drop' to keep one row per agreeing repeat and drop contradicted pairs"
         )
+    counts = {"rows": n_extra, "contradicted_pairs": int(contradicted_keys.size)}
     if policy == "keep":
-        warnings.warn(
+        hygiene.record(
+            "duplicates",
             f"links: {summary}; every row is kept as a separate judgment (pass "
             "duplicates='drop' to keep one row per agreeing repeat and drop contradicted pairs)",
-            DataWarning,
-            stacklevel=4,
+            counts,
         )
         return None
     keep = ~keys.duplicated(keep="first").to_numpy() & ~contradicted
-    warnings.warn(
+    hygiene.record(
+        "duplicates",
         f"links: {summary}; dropped {int((~keep).sum())} row(s): the repeats that agree and "
         "every row of a contradicted pair",
-        DataWarning,
-        stacklevel=4,
+        {**counts, "dropped": int((~keep).sum())},
     )
     return keep

@@ -14,8 +14,9 @@ import numpy as np
 import pandas as pd
 
 from .features import FeatureTable, read_features
+from .hygiene import Hygiene
 from .io import TableLike, read_table_rows
-from .validate import reject_missing, require_columns, show_id, show_values
+from .validate import reject_missing, show_id, show_values
 
 __all__ = ["Rankings", "as_rankings"]
 
@@ -38,6 +39,9 @@ class Rankings:
         may include items that appear in no query (for prediction).
     query, item, rank, worker : str
         Column names. ``worker`` is optional: when the column is absent every query is anonymous.
+    normalize : bool
+        Strip the spaces around text ids and put them in Unicode NFC (default; the count of
+        values changed is warned). See :mod:`crowdbayes.data.hygiene`.
 
     Attributes
     ----------
@@ -62,10 +66,12 @@ class Rankings:
         item: str = "item",
         rank: str = "rank",
         worker: str = "worker",
+        normalize: bool = True,
     ) -> None:
         what = "rankings"
         df, rows = read_table_rows(data, what=what, id_columns=(query, item, worker))
-        require_columns(df, (query, item, rank), what)
+        hygiene = Hygiene(what, normalize=normalize, rows=rows)
+        df = hygiene.columns(df, {"query": query, "item": item, "rank": rank}, {"worker": worker})
         if len(df) == 0:
             raise ValueError(f"{what}: the table is empty (0 rows)")
         reject_missing(df, (query, item), what, rows)
@@ -73,8 +79,8 @@ class Rankings:
         if has_worker:
             reject_missing(df, (worker,), what, rows)
 
-        query_codes, self.query_ids = pd.factorize(df[query], sort=False)
-        item_codes, self.item_ids = pd.factorize(df[item], sort=False)
+        query_codes, self.query_ids = hygiene.encode(df[query], query, rows)
+        item_codes, self.item_ids = hygiene.encode(df[item], item, rows)
         self.query_ids = pd.Index(self.query_ids, name=query)
         self.item_ids = pd.Index(self.item_ids, name=item)
         ranks = _ranks(df[rank], what, rank)
@@ -82,7 +88,7 @@ class Rankings:
         self._build_stages(query_codes, item_codes, ranks)
 
         if has_worker:
-            self._query_workers(query_codes, df[worker])
+            self._query_workers(query_codes, *hygiene.encode(df[worker], worker, rows), worker)
         else:
             self.worker_ids = pd.Index([], name=worker)
             self.query_worker = np.full(self.n_queries, -1, dtype=np.int64)
@@ -92,6 +98,9 @@ class Rankings:
         if items is not None:
             self.features = read_features(items, id_column=item, what="items")
             self.X = self.features.take(self.item_ids, needed_by="rankings")
+        hygiene.report_normalized()
+        #: what the checks before inference found (:class:`~crowdbayes.data.hygiene.DataCheck`)
+        self.data_checks = hygiene.checks
 
     # -- construction -------------------------------------------------------------------------
 
@@ -166,9 +175,8 @@ class Rankings:
         self.query_sizes = sizes
         self.query_n_ranked = n_ranked
 
-    def _query_workers(self, query_codes, workers: pd.Series) -> None:
-        worker_codes, worker_ids = pd.factorize(workers, sort=False)
-        self.worker_ids = pd.Index(worker_ids, name=workers.name)
+    def _query_workers(self, query_codes, worker_codes, worker_ids, name: str) -> None:
+        self.worker_ids = pd.Index(worker_ids, name=name)
         per_query = np.full(len(self.query_ids), -1, dtype=np.int64)
         per_query[query_codes] = worker_codes
         conflict = per_query[query_codes] != worker_codes
@@ -258,10 +266,12 @@ class Rankings:
         refused, as is a label that is neither item of its pair."""
         what = "pairs"
         df, rows = read_table_rows(data, what=what, id_columns=(left, right, label, worker))
-        require_columns(df, (left, right, label), what)
+        hygiene = Hygiene(what, rows=rows)
+        df = hygiene.columns(df, {"left": left, "right": right, "label": label})
         if len(df) == 0:
             raise ValueError(f"{what}: the table is empty (0 rows)")
         reject_missing(df, (left, right, label), what, rows)
+        df = df.assign(**{c: hygiene.normalized(df[c], c, rows) for c in (left, right, label)})
         ties = _equal_ids(df[label], "equal")
         if ties.any():
             raise ValueError(
@@ -293,7 +303,10 @@ class Rankings:
         )
         if worker in df.columns:
             long["worker"] = np.concatenate([df[worker].to_numpy()] * 2)
-        return cls(long, items)
+        hygiene.report_normalized()
+        rankings = cls(long, items)
+        rankings.data_checks[:0] = hygiene.checks
+        return rankings
 
 
 def _equal_ids(column: pd.Series, other) -> np.ndarray:

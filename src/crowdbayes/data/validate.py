@@ -10,26 +10,26 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-__all__ = ["RowNames", "show_id", "show_values", "require_columns", "reject_missing"]
+from .source import Source
+
+__all__ = ["RowNames", "plain", "show_id", "show_values", "reject_missing"]
+
+
+def plain(value):
+    """A NumPy scalar as the Python value it holds (other values as they are)."""
+    return value.item() if isinstance(value, np.generic) else value
 
 
 def show_id(value) -> str:
     """``repr`` of one user id, without numpy's ``np.int64(...)`` wrapper."""
-    return repr(value.item() if isinstance(value, np.generic) else value)
+    return repr(plain(value))
 
 
 def show_values(values: Sequence, limit: int = 5) -> str:
     """``[a, b, c, ...]``: the first few of ``values`` for an error message."""
-    values = [v.item() if isinstance(v, np.generic) else v for v in values]
+    values = [plain(v) for v in values]
     shown = ", ".join(repr(v) for v in values[:limit])
     return f"[{shown}{', ...' if len(values) > limit else ''}]"
-
-
-def require_columns(df: pd.DataFrame, columns: Sequence[str], what: str) -> None:
-    """Refuse a table that lacks one of ``columns``, listing the columns it has."""
-    for col in columns:
-        if col not in df.columns:
-            raise ValueError(f"{what}: column {col!r} is missing; got {list(map(str, df.columns))}")
 
 
 class RowNames:
@@ -46,19 +46,22 @@ class RowNames:
     """
 
     def __init__(
-        self, path: Path | None = None, *, sep: str = ",", compression: str | None = None
+        self, path: Path | Source | None = None, *, sep: str = ",", compression: str | None = None
     ) -> None:
         self._path, self._sep, self._compression = path, sep, compression
         #: positions in the table as given of the rows still in the table (None: all of them)
         self._kept: np.ndarray | None = None
         #: the line of each data row of the file, as far as a message has needed them
         self._lines: list[int] = []
+        #: findings of reading the table (:class:`~crowdbayes.data.hygiene.DataCheck`)
+        self.checks: list = []
 
     def kept(self, keep: np.ndarray) -> RowNames:
         """The names of the rows left where the boolean mask ``keep`` is true (messages about
         the rows of a filtered table still name the rows of the table as it was given)."""
         names = RowNames(self._path, sep=self._sep, compression=self._compression)
         names._lines = self._lines  # one file: share the lines found so far
+        names.checks = self.checks
         positions = np.flatnonzero(keep)
         names._kept = positions if self._kept is None else self._kept[positions]
         return names
@@ -95,7 +98,7 @@ class RowNames:
 POSITIONS = RowNames()
 
 
-def _row_lines(path: Path, sep: str, compression: str | None, count: int) -> list[int]:
+def _row_lines(path: Path | Source, sep: str, compression: str | None, count: int) -> list[int]:
     """The line on which each of the first ``count`` data rows of a CSV/TSV file starts.
 
     Python's ``csv`` reader splits the records as pandas' C reader does (the same quoting and
@@ -108,7 +111,8 @@ def _row_lines(path: Path, sep: str, compression: str | None, count: int) -> lis
 
     blank = str.maketrans("", "", " \t".replace(sep, ""))
     lines: list[int] = []
-    with get_handle(path, "r", encoding="utf-8-sig", compression=compression) as handles:
+    target = path.target() if isinstance(path, Source) else path
+    with get_handle(target, "r", encoding="utf-8-sig", compression=compression) as handles:
         source = _Lines(handles.handle, sep)
         reader = csv.reader(source, delimiter=sep)
         start, header = 1, True

@@ -5,9 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from .hygiene import Hygiene
 from .io import TableLike, read_table_rows
 from .labels import _DUPLICATE_POLICIES, _duplicate_policy
-from .validate import RowNames, reject_missing, require_columns, show_values
+from .validate import RowNames, reject_missing, show_values
 
 __all__ = ["Values", "as_values"]
 
@@ -29,6 +30,9 @@ class Values:
     duplicates : {"keep", "drop", "error"}
         Rows repeating a task–worker pair: ``"keep"`` (default) counts each as a separate answer
         and warns, ``"drop"`` keeps the first and warns, ``"error"`` raises.
+    normalize : bool
+        Strip the spaces around text ids and put them in Unicode NFC (default; the count of
+        values changed is warned). See :mod:`crowdbayes.data.hygiene`.
 
     Attributes
     ----------
@@ -38,6 +42,8 @@ class Values:
         One entry per answer.
     values : ndarray of float
         The answers.
+    data_checks : list of DataCheck
+        What the checks before inference found (:mod:`crowdbayes.data.hygiene`).
     """
 
     def __init__(
@@ -48,26 +54,31 @@ class Values:
         worker: str = "worker",
         value: str = "value",
         duplicates: str = "keep",
+        normalize: bool = True,
     ) -> None:
         what = "values"
+        if duplicates not in _DUPLICATE_POLICIES:
+            raise ValueError(f"duplicates must be one of {_DUPLICATE_POLICIES}; got {duplicates!r}")
         df, rows = read_table_rows(data, what=what, id_columns=(task, worker))
-        require_columns(df, (task, worker, value), what)
+        hygiene = Hygiene(what, normalize=normalize, rows=rows)
+        df = hygiene.columns(df, {"task": task, "worker": worker, "value": value})
         if len(df) == 0:
             raise ValueError(f"{what}: the table is empty (0 rows)")
         reject_missing(df, (task, worker, value), what, rows)
-        if duplicates not in _DUPLICATE_POLICIES:
-            raise ValueError(f"duplicates must be one of {_DUPLICATE_POLICIES}; got {duplicates!r}")
         numbers = _numeric_column(df[value], value, what, rows)
-        task_codes, tasks = pd.factorize(df[task], sort=False)
-        worker_codes, workers = pd.factorize(df[worker], sort=False)
-        keep, _ = _duplicate_policy(task_codes, worker_codes, tasks, workers, duplicates, what)
+        task_codes, tasks = hygiene.encode(df[task], task, rows)
+        worker_codes, workers = hygiene.encode(df[worker], worker, rows)
+        keep, _ = _duplicate_policy(task_codes, worker_codes, tasks, workers, duplicates, hygiene)
         if keep is not None:
             task_codes, worker_codes, numbers = task_codes[keep], worker_codes[keep], numbers[keep]
+        hygiene.report_normalized()
         self.tasks: pd.Index = pd.Index(tasks, name="task")
         self.workers: pd.Index = pd.Index(workers, name="worker")
         self.task_codes = task_codes.astype(np.int64, copy=False)
         self.worker_codes = worker_codes.astype(np.int64, copy=False)
         self.values = numbers
+        #: what the checks before inference found (:class:`~crowdbayes.data.hygiene.DataCheck`)
+        self.data_checks = hygiene.checks
 
     @property
     def n_tasks(self) -> int:

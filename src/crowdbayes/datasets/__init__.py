@@ -1,5 +1,7 @@
 """Label sets on disk (``CROWDBAYES_DATA`` and the bundled RTE set), choice and preference sets
-(``CROWDBAYES_DATA/prefs``), sentence embeddings of item texts, and seeded simulators.
+(``CROWDBAYES_DATA/prefs``), small bundled samples of every kind of judgment (:mod:`.samples`),
+the list of every set that can be loaded (:func:`list_all`), sentence embeddings of item
+texts, and seeded simulators.
 
 The loaders are imported from their modules on first use (PEP 562): loading a label set does
 not import the clustering or preference loaders.
@@ -26,6 +28,8 @@ __all__, __getattr__, __dir__ = lazy_exports(
             "simulate_pair_links",
             "task_groupings",
         ),
+        ".catalogue": ("SHARED_SETS", "list_all"),
+        ".samples": ("SAMPLES", "copy_sample", "sample_path", "write_samples"),
         ".embeddings": ("CACHE_ENV_VAR", "cache_dir", "embed_texts"),
         ".loaders": ("DATA_ENV_VAR", "LabelDataset", "data_root", "list_datasets", "load_labels"),
         ".prefs": (

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
@@ -14,6 +13,7 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
+from .._atomic import OutputSet
 from ..inference.statistics import add_stats, iterate_statistics
 from ..models.labels.statistics import StatsLabelModel
 from ._partitions import (
@@ -200,16 +200,6 @@ def _is_our_output(path: Path) -> bool:
     return all(p.name.startswith("part-") and p.suffix == ".parquet" for p in path.iterdir())
 
 
-def _move_into_place(staging: Path, out: Path) -> None:
-    old = None
-    if out.exists():
-        old = out.with_name(f".old-{uuid.uuid4().hex}-{out.name}")
-        os.replace(out, old)
-    os.replace(staging, out)
-    if old is not None:
-        shutil.rmtree(old, ignore_errors=True)
-
-
 def fit_distributed(
     model: StatsLabelModel,
     source,
@@ -229,6 +219,7 @@ def fit_distributed(
     on_iteration: Callable[[int, float | None, float], None] | None = None,
     fan_in: int = 8,
     cluster_options: dict | None = None,
+    outputs: OutputSet | None = None,
 ) -> DistributedFit:
     r"""Fit a statistics model (:class:`~crowdbayes.MajorityVote`,
     :class:`~crowdbayes.DawidSkene`, :class:`~crowdbayes.BayesianDawidSkene`) on a Dask cluster.
@@ -248,8 +239,9 @@ def fit_distributed(
        the client, under the same driver and stopping rule as ``model.fit``;
     5. each partition writes its tasks' posteriors (the same pass that the in-memory fit's last
        E-step is) to ``out/part-NNNNN.parquet``. The files go to a staging directory beside
-       ``out`` that replaces it only once every partition succeeded: a failed fit leaves no
-       partial output. (On a remote cluster ``out`` must be on storage every worker sees.)
+       ``out`` that replaces it, as one rename, only once every partition succeeded: a failed
+       or interrupted fit leaves no partial output (:class:`crowdbayes._atomic.OutputSet`).
+       (On a remote cluster ``out`` must be on storage every worker sees.)
 
     Posteriors equal the in-memory fit's up to floating-point summation order (and majority
     vote's random tie-breaks, drawn per partition). Lost workers are survived: Dask recomputes a
@@ -283,6 +275,11 @@ def fit_distributed(
     on_iteration : callable, optional
         ``on_iteration(iteration, objective, seconds)`` after each pass (1-based), the last
         one included (progress reports, tests).
+    outputs : OutputSet, optional
+        Stage the directory in this output set and leave it there, for the caller to commit
+        together with its other outputs (the command line's per-worker table and model file);
+        ``result.out`` exists only after that commit. By default the directory is moved into
+        place here, replacing an earlier result directory.
     """
     from dask import delayed
 
@@ -377,9 +374,10 @@ def fit_distributed(
             fit = iterate_statistics(model, initial=initial, pass_stats=pass_stats)
             callback(0, None)
 
-        staging = out.with_name(f".tmp-{uuid.uuid4().hex}-{out.name}")
-        staging.mkdir(parents=True)
-        try:
+        own = outputs is None
+        staged = OutputSet(overwrite=True, make_parents=True) if own else outputs
+        with staged if own else contextlib.nullcontext():
+            staging = staged.directory(out)
             shared_before = _share("globals", fit.before)
             counts = _compute(
                 client,
@@ -395,9 +393,8 @@ def fit_distributed(
                     for i, part in enumerate(encoded)
                 ],
             )
-            _move_into_place(staging, out)
-        finally:
-            shutil.rmtree(staging, ignore_errors=True)
+            if own:
+                staged.commit()
     model._set_fit(fit, vocabulary)
     # the tasks' posteriors stay on disk: no held-out counts (suggest uses the fitted matrices)
     vars(model).pop("held_out_counts_", None)

@@ -1,10 +1,15 @@
 """The quality report of a fitted model: :func:`build` returns a :class:`Report`.
 
-The page has, in order: the data summary; what was dropped or warned while loading and
-fitting; for class labels the agreement statistics among workers; the model's results with its
-figures (one plain sentence under each saying how to read it) and, with gold labels, its
-scores; and the most uncertain items (what to ask next). Large tables are summarised (the
-first rows shown), never dumped, so a report of a million labels stays small.
+The page has, in order: the summary (what was fitted, in words; how confident its answers
+are; what the data checks found; what to do next), the data checks (what was normalised,
+dropped or looks suspicious in the input, and what was warned while fitting); for class labels
+every task's answer (a sortable table of the least confident, and the whole table as a CSV
+kept in the page); the data summary; for class labels the agreement statistics among workers;
+the model's results with its figures (one plain sentence under each saying how to read it,
+fitting the kind of posterior the model gives) and, with gold labels, its scores; and the most
+uncertain items (what to ask next). Large tables are summarised (the first rows shown), never
+dumped, so a report of a million labels stays small; only the answers' CSV grows with the
+tasks (about 30 bytes a task).
 """
 
 from __future__ import annotations
@@ -28,12 +33,17 @@ from ..metrics.agreement import agreement_table, worker_agreement
 from . import figures
 from ._html import Page, Section, with_intervals
 from ._results import item_scores, task_uncertainty, worker_scores
+from ._words import model_words, posterior_words, sampled, settings_words
 from .figures.labels import calibration_table, expected_calibration_error
 
 __all__ = ["Report", "build"]
 
 #: rows of the "what to ask next" and worker tables
 _ROWS = 15
+#: rows of the answers table shown (the least confident first; the CSV has every task)
+ANSWER_ROWS = 100
+#: an answer less probable than this is "not sure" on the summary
+SURE = 0.9
 #: label sets above this many labels get fewer bootstrap replicates (the report stays fast)
 _LARGE = 200_000
 
@@ -80,6 +90,7 @@ def build(
     title: str | None = None,
     source: str | None = None,
     notes: Iterable[Any] = (),
+    dropped: dict | None = None,
     fit_seconds: float | None = None,
     n_boot: int | None = None,
     random_state: Any = 0,
@@ -103,6 +114,10 @@ def build(
     notes : iterable
         What was dropped or warned while loading or fitting: strings, warnings or
         ``warnings.WarningMessage`` records (from ``warnings.catch_warnings(record=True)``).
+        Warnings that repeat one of the data's ``data_checks`` are shown once.
+    dropped : dict, optional
+        What an export reader left out, ``{reason: count}`` (rejected assignments, cancelled
+        annotations, region results ...), shown with the data checks.
     fit_seconds : float, optional
         The fit's wall time, shown in the header.
     n_boot : int, optional
@@ -136,15 +151,18 @@ def build(
     stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     page = Page(
         title=title or f"crowdbayes report: {name}{where}",
-        meta=f"{model!r}{fitted}. Built {stamp} by crowdbayes {__version__}.",
+        meta=f"{model_words(model)} (`{name}`){fitted}. Built {stamp} by crowdbayes {__version__}.",
         footer=(
             "Built by crowdbayes.report.build: every figure is an inlined PNG and the page makes "
             "no network request. Intervals are posterior credible intervals of the model unless "
             "labelled as bootstrap intervals."
         ),
     )
-    notes = [_note_text(note) for note in notes]
-    describe(page, model, data, notes=notes, eval_gold=eval_gold, n_boot=n_boot, seed=random_state)
+    checks = _checks(data, notes, dropped)
+    summary = page.section("summary", "Summary")
+    _summary(summary, model, data, checks, eval_gold)
+    _data_checks(page, checks)
+    describe(page, model, data, eval_gold=eval_gold, n_boot=n_boot, seed=random_state)
     return Report(page.render(), tuple(page.figures), tuple(page.omitted))
 
 
@@ -158,38 +176,186 @@ def _spread(counts: np.ndarray) -> str:
     )
 
 
-def _loading_notes(page: Page, notes: list[tuple[str, str]]) -> None:
-    section = page.section("notes", "Loading and fitting notes")
-    if notes:
+@dataclass(frozen=True)
+class _Checks:
+    """What the report says about the input: the data's own checks (``data_checks``), what an
+    export reader dropped, and the other notes of loading and fitting, as ``(kind, text)``."""
+
+    found: list[tuple[str, str]]
+    dropped: dict
+    suspicious: list[str]
+
+    @property
+    def warnings(self) -> int:
+        return sum(kind == "warning" for kind, _ in self.found)
+
+
+def _checks(data, notes: Iterable[Any], dropped: dict | None) -> _Checks:
+    found, seen = [], set()
+    data_checks = list(getattr(data, "data_checks", None) or ())
+    for check in data_checks:
+        found.append(("warning" if check.warned else "info", check.message))
+        seen.add(check.message)
+    for note in notes:
+        kind, text = _note_text(note)
+        message = text.split(": ", 1)[1] if kind == "warning" and ": " in text else text
+        if message not in seen:
+            found.append((kind, text))
+    dropped = {str(why): int(n) for why, n in (dropped or {}).items() if n}
+    for why, n in dropped.items():
+        found.append(("warning", f"dropped {n:,} {why}"))
+    suspicious = sorted({c.kind for c in data_checks if c.warned})
+    return _Checks(found, dropped, suspicious)
+
+
+def _data_checks(page: Page, checks: _Checks) -> None:
+    section = page.section("checks", "Data checks")
+    if checks.found:
         section.paragraph(
-            "What was dropped or warned while the data were read and the model fitted:"
+            "What was normalised, dropped or looks suspicious in the input, and what was "
+            "warned while the model was fitted (warnings highlighted):"
         )
-        section.notes(notes)
+        section.notes(checks.found)
     else:
         section.paragraph(
-            "Nothing was dropped and no warning was raised while loading and fitting."
+            "Nothing was normalised, dropped or found suspicious in the input, and no warning "
+            "was raised while the model was fitted."
         )
+
+
+def _summary(section: Section, model, data, checks: _Checks, eval_gold) -> None:
+    """The first screen: what was fitted, how sure its answers are, what the checks found,
+    what to do next."""
+    judgment = model.tags.judgment
+    rows: list[tuple[str, Any]] = [
+        ("model", model_words(model)),
+        ("estimates", posterior_words(model)),
+    ]
+    facts = model.diagnostics()
+    next_steps = []
+    if judgment == "labels":
+        confidence = model.probas_.to_numpy(dtype=np.float64).max(axis=1)
+        unsure = int((confidence < SURE).sum())
+        rows.append(
+            (
+                "answers",
+                f"{len(confidence):,} tasks in {model.probas_.shape[1]} classes; mean "
+                f"probability of the answer {confidence.mean():.3f}",
+            )
+        )
+        rows.append((f"answers with probability below {SURE}", f"{unsure:,}"))
+        if unsure:
+            next_steps.append(
+                f"Ask for more labels on the {unsure:,} task{'' if unsure == 1 else 's'} whose "
+                f"answer is below {SURE} "
+                "(the answers table below lists the least confident first; `crowdbayes labels "
+                "next` orders them by what one more label teaches the model)."
+            )
+        if eval_gold is None:
+            next_steps.append(
+                "Score the answers against known ones, if you have some: `--eval-gold FILE` "
+                "(Python: `eval_gold=`) adds accuracy and a calibration figure."
+            )
+    problems = len(checks.found)
+    rows.append(
+        (
+            "data checks",
+            f"{problems} finding{'' if problems == 1 else 's'} ({checks.warnings} warned)"
+            if problems
+            else "nothing normalised, dropped or suspicious",
+        )
+    )
+    if checks.dropped:
+        rows.append(("dropped", ", ".join(f"{n:,} {why}" for why, n in checks.dropped.items())))
+    if "near_duplicate_classes" in checks.suspicious:
+        next_steps.append(
+            "Some classes look like typos or case variants of others (see the data checks): "
+            'merge them with `--merge-classes "Dog=dog"` or declare the classes with '
+            "`--classes`, then fit again."
+        )
+    elif checks.warnings:
+        next_steps.append("Read the data checks below: the input was changed or warned about.")
+    if facts.get("converged") is False:
+        next_steps.append(
+            "The fit stopped before it converged: raise its iteration limit and fit again."
+        )
+    rhat = facts.get("max_rhat")
+    if rhat is not None and sampled(model) and rhat > 1.01:
+        next_steps.append(
+            f"The largest R-hat is {rhat:.3f} (above 1.01): the chains have not mixed; run "
+            "more warm-up and draws before trusting the intervals."
+        )
+    if judgment != "labels":
+        next_steps.append(
+            "See what to ask next (at the end) for the judgments that would settle the least "
+            "certain results."
+        )
+    section.facts(rows)
+    section.paragraph("What to do next:" if next_steps else "Nothing needs doing first.")
+    if next_steps:
+        section.notes(("info", step) for step in next_steps)
 
 
 def _fit_facts(model) -> list[tuple[str, Any]]:
     """The model and its convergence facts (:meth:`~crowdbayes.base.Estimator.diagnostics`)."""
-    rows: list[tuple[str, Any]] = [("model", repr(model))]
+    rows: list[tuple[str, Any]] = [
+        ("model", f"{model_words(model)} (`{type(model).__name__}`)"),
+        ("settings", settings_words(model)),
+    ]
     rows += [(DIAGNOSTICS[key], value) for key, value in model.diagnostics().items()]
     return rows
 
 
 def _convergence(section: Section, model) -> None:
-    section.figure(
-        "convergence",
-        lambda: figures.convergence(model),
-        "Convergence",
-        "The objective should rise and flatten (or the largest change fall) before the fit "
-        "stopped; sampler chains should overlap, and every R-hat should be below about 1.01.",
-    )
+    if sampled(model):
+        how = (
+            "The chains should overlap and wander around the same values, and every R-hat "
+            "should be below about 1.01; otherwise run more warm-up and draws."
+        )
+    else:
+        how = (
+            "The objective should rise and flatten (or the largest change fall) before the "
+            "fit stopped; if it is still moving, raise the iteration limit."
+        )
+    section.figure("convergence", lambda: figures.convergence(model), "Convergence", how)
 
 
 # ------------------------------------------------------------------------------ labels
-def _labels_report(page, model, labels: Labels, *, notes, eval_gold, n_boot, seed) -> None:
+def _answers(page: Page, model, labels: Labels) -> None:
+    """Every task's answer: the least confident shown (sortable), all of them as a CSV."""
+    section = page.section("answers", "Answers")
+    table = task_uncertainty(model, labels).sort_values("probability", kind="stable")
+    table = table.rename(columns={"probability": "P(answer)"})
+    table.index = pd.Index(table.index.astype(str), name=model.probas_.index.name or "task")
+    section.paragraph(
+        "The answer of each task and its probability under the model, the least confident "
+        "first (entropy: the uncertainty of the task's class, in nats; votes: the labels it "
+        "got). Click a column heading to sort by it."
+    )
+    section.table(table, max_rows=ANSWER_ROWS, sortable=True, anchor="answers-table")
+    section.download(
+        "answers.csv", _answers_csv(model), f"Download all {len(table):,} answers (CSV)"
+    )
+
+
+def _answers_csv(model) -> str:
+    """The task id, the answer, its probability and (up to 20 classes) every class's
+    probability, in the model's task order."""
+    probas = model.probas_
+    values = probas.to_numpy(dtype=np.float64)
+    frame = pd.DataFrame(
+        {"answer": model.labels_.reindex(probas.index).to_numpy(), "probability": values.max(1)},
+        index=probas.index,
+    )
+    if values.shape[1] <= 20:
+        for column, name in enumerate(probas.columns):
+            frame[f"p_{name}"] = values[:, column]
+    frame.index.name = probas.index.name or "task"
+    return frame.to_csv(float_format="%.4g", lineterminator="\n")
+
+
+def _labels_report(page, model, labels: Labels, *, eval_gold, n_boot, seed) -> None:
+    _answers(page, model, labels)
     per_task = np.bincount(labels.task_codes, minlength=labels.n_tasks)
     per_worker = np.bincount(labels.worker_codes, minlength=labels.n_workers)
     shares = np.bincount(labels.label_codes, minlength=labels.n_classes) / labels.n_labels
@@ -218,10 +384,10 @@ def _labels_report(page, model, labels: Labels, *, notes, eval_gold, n_boot, see
         "label_counts",
         lambda: figures.label_counts(labels),
         "Labels per task and per worker",
-        "Left: how many labels each task got; right: how many labels each worker gave (log "
-        "scale). Workers with few labels have wide reliability intervals below.",
+        "Left: how many labels each task got; right: how many labels each worker gave (on a "
+        "log scale when the counts span more than tenfold). Workers with few labels have wide "
+        "reliability intervals below.",
     )
-    _loading_notes(page, notes)
     _agreement(page, labels, n_boot, seed)
     _label_results(page, model, labels, eval_gold)
 
@@ -315,7 +481,7 @@ def _label_results(page: Page, model, labels: Labels, eval_gold) -> None:
     section.table(with_intervals(scores, columns), max_rows=_ROWS)
     ask = page.section("next", "What to ask next")
     ask.paragraph(
-        "The tasks where one more label teaches the model most (model.suggest: the expected "
+        "The tasks where one more label teaches the model most (`model.suggest`: the expected "
         "information gain about the task's class, in nats, from a typical worker's label), with "
         "their current answer, its probability, the posterior entropy and the votes; "
         "`crowdbayes labels next` writes such a list."
@@ -409,7 +575,7 @@ def _ranked_parts(page: Page, model, data, items: pd.DataFrame | None) -> None:
     ask.table(_neighbour_pairs(model, scores, items).head(10), max_rows=10)
 
 
-def _ranking_report(page, model, data: Rankings, *, notes, eval_gold, n_boot, seed) -> None:
+def _ranking_report(page, model, data: Rankings, *, eval_gold, n_boot, seed) -> None:
     sizes = np.diff(data.stage_offsets)
     section = page.section("data", "Data")
     features = [] if data.features is None else list(data.features.names)
@@ -426,7 +592,6 @@ def _ranking_report(page, model, data: Rankings, *, notes, eval_gold, n_boot, se
             ),
         ]
     )
-    _loading_notes(page, notes)
     items = None
     if data.X is not None and model.tags.features != "none":
         items = _item_frame(data, item_scores(model).head(30).index)
@@ -460,17 +625,15 @@ def _pairs_report(page, model, data: Comparisons, **options) -> None:
         _preference_report(page, model, data, **options)
 
 
-def _preference_report(page, model, data: Comparisons, *, notes, eval_gold, n_boot, seed) -> None:
+def _preference_report(page, model, data: Comparisons, *, eval_gold, n_boot, seed) -> None:
     _comparison_facts(page, data)
-    _loading_notes(page, notes)
     _ranked_parts(page, model, data, None)
 
 
-def _communities_report(page, model, data: Comparisons, *, notes, eval_gold, n_boot, seed) -> None:
+def _communities_report(page, model, data: Comparisons, *, eval_gold, n_boot, seed) -> None:
     from ..models.communities import communities_table
 
     _comparison_facts(page, data)
-    _loading_notes(page, notes)
     section = page.section("model", "Model results")
     rows = _fit_facts(model)
     sizes = model.partition_.value_counts()
@@ -504,7 +667,7 @@ def _communities_report(page, model, data: Comparisons, *, notes, eval_gold, n_b
 
 
 # ------------------------------------------------------------------------------ clustering
-def _clustering_report(page, model, data: Links, *, notes, eval_gold, n_boot, seed) -> None:
+def _clustering_report(page, model, data: Links, *, eval_gold, n_boot, seed) -> None:
     per_worker = np.bincount(data.worker_codes, minlength=data.n_workers)
     section = page.section("data", "Data")
     observed = "none" if data.observations is None else f"shape {data.observations.shape}"
@@ -518,7 +681,6 @@ def _clustering_report(page, model, data: Links, *, notes, eval_gold, n_boot, se
             ("item observations", observed),
         ]
     )
-    _loading_notes(page, notes)
     section = page.section("model", "Model results")
     rows = _fit_facts(model)
     rows.append(("clusters used", int(model.n_clusters_used_)))

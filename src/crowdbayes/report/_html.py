@@ -1,14 +1,20 @@
 """One self-contained HTML page: sections of text, tables and figures inlined as PNG.
 
-Nothing on the page refers outside it: the style is inline, figures are ``data:`` URIs, there
-is no script, and a Content-Security-Policy forbids every other source, so the page opens
-offline and can make no network request even if edited.
+Nothing on the page refers outside it: the style is inline, figures are ``data:`` URIs, the
+one script (:data:`SCRIPT`: sorting tables, downloading embedded CSV) is inline and allowed by
+its SHA-256 hash alone, and a Content-Security-Policy forbids every other source, so the page
+opens offline and can make no network request even if edited.
+
+Text given to a :class:`Section` is plain text in which ```code``` spans (backticks) are shown
+as code; nothing else is markup.
 """
 
 from __future__ import annotations
 
 import base64
+import hashlib
 import html
+import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -18,9 +24,56 @@ import pandas as pd
 
 from ._mpl import png_bytes
 
-__all__ = ["Page", "Section", "format_value", "with_intervals"]
+__all__ = ["SCRIPT", "Page", "Section", "format_value", "inline", "with_intervals"]
 
-_CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'"
+#: the page's only script: tables marked ``data-sortable`` sort by a column when its heading
+#: is clicked (numbers as numbers, again to reverse), and links marked ``data-csv`` download
+#: the text of the element they name as a CSV file (a Blob: no network, no size limit of URLs)
+SCRIPT = """
+(function () {
+  function key(cell) {
+    var text = cell.textContent.trim();
+    var number = Number(text.replace(/,/g, ""));
+    return text !== "" && !isNaN(number) ? number : text.toLowerCase();
+  }
+  function sort(table, column, heading) {
+    var ascending = heading.getAttribute("aria-sort") !== "ascending";
+    Array.prototype.forEach.call(table.tHead.rows[0].cells, function (cell) {
+      cell.removeAttribute("aria-sort");
+    });
+    heading.setAttribute("aria-sort", ascending ? "ascending" : "descending");
+    var body = table.tBodies[0];
+    var rows = Array.prototype.slice.call(body.rows);
+    rows.sort(function (a, b) {
+      var x = key(a.cells[column]), y = key(b.cells[column]);
+      if (typeof x !== typeof y) { x = String(x); y = String(y); }
+      var order = x < y ? -1 : x > y ? 1 : 0;
+      return ascending ? order : -order;
+    });
+    rows.forEach(function (row) { body.appendChild(row); });
+  }
+  document.querySelectorAll("table[data-sortable]").forEach(function (table) {
+    Array.prototype.forEach.call(table.tHead.rows[0].cells, function (heading, column) {
+      heading.tabIndex = 0;
+      heading.title = "sort by this column (again to reverse)";
+      heading.addEventListener("click", function () { sort(table, column, heading); });
+      heading.addEventListener("keydown", function (event) {
+        if (event.key === "Enter") { sort(table, column, heading); }
+      });
+    });
+    table.setAttribute("data-sortable", "ready");
+  });
+  document.querySelectorAll("a[data-csv]").forEach(function (link) {
+    var text = document.getElementById(link.getAttribute("data-csv")).textContent;
+    link.href = URL.createObjectURL(new Blob([text], {type: "text/csv;charset=utf-8"}));
+  });
+})();
+"""
+_SCRIPT_HASH = base64.b64encode(hashlib.sha256(SCRIPT.encode("utf-8")).digest()).decode()
+_CSP = (
+    "default-src 'none'; img-src data:; style-src 'unsafe-inline'; "
+    f"script-src 'sha256-{_SCRIPT_HASH}'"
+)
 _STYLE = """
 body { font-family: system-ui, -apple-system, "Segoe UI", Roboto, "DejaVu Sans", sans-serif;
        color: #1f2328; background: #fff; margin: 0; line-height: 1.45; font-size: 15px; }
@@ -40,6 +93,18 @@ table.data th { background: #f6f8fa; }
 table.data tbody tr:nth-child(even) { background: #fafbfc; }
 table.data td:first-child, table.data th:first-child { text-align: left; }
 table.facts td:first-child { color: #57606a; }
+table.facts td { text-align: left; }
+table[data-sortable] th { cursor: pointer; user-select: none; }
+table[data-sortable] th[aria-sort="ascending"]::after { content: " \\25B2"; }
+table[data-sortable] th[aria-sort="descending"]::after { content: " \\25BC"; }
+section#summary { background: #f6f8fa; border: 1px solid #d0d7de; border-radius: 6px;
+     padding: 2px 18px 10px; }
+section#summary h2 { border-bottom: none; margin-top: 0.8em; }
+p.lead { font-size: 1.05em; }
+a.download { display: inline-block; margin: 0.3em 0 0.6em; padding: 4px 12px;
+     border: 1px solid #0072B2; border-radius: 4px; color: #0072B2; text-decoration: none; }
+code { font-family: ui-monospace, "DejaVu Sans Mono", monospace; font-size: 0.92em;
+       background: #eff1f3; padding: 0 3px; border-radius: 3px; white-space: nowrap; }
 p.caption, p.note { font-size: 0.88em; color: #57606a; margin: 0.2em 0 1em; }
 figure.plot { margin: 1em 0 1.6em; }
 figure.plot img { max-width: 100%; height: auto; border: 1px solid #eaeef2; }
@@ -54,6 +119,14 @@ footer { margin-top: 3em; font-size: 0.85em; color: #57606a; border-top: 1px sol
 
 def _text(value: Any) -> str:
     return html.escape(str(value))
+
+
+_CODE = re.compile(r"`([^`]+)`")
+
+
+def inline(text: Any) -> str:
+    """``text`` as HTML: escaped, with ```code``` spans shown as ``<code>``."""
+    return _CODE.sub(r"<code>\1</code>", _text(text))
 
 
 def format_value(value: Any) -> str:
@@ -99,12 +172,12 @@ class Section:
 
     def paragraph(self, text: str, css: str | None = None) -> None:
         style = f' class="{css}"' if css else ""
-        self.parts.append(f"<p{style}>{_text(text)}</p>")
+        self.parts.append(f"<p{style}>{inline(text)}</p>")
 
     def facts(self, rows: Iterable[tuple[str, Any]]) -> None:
         """A two-column table of named values."""
         body = "".join(
-            f"<tr><td>{_text(name)}</td><td>{_text(format_value(value))}</td></tr>"
+            f"<tr><td>{inline(name)}</td><td>{inline(format_value(value))}</td></tr>"
             for name, value in rows
         )
         self.parts.append(f'<table class="data facts"><tbody>{body}</tbody></table>')
@@ -116,8 +189,11 @@ class Section:
         *,
         max_rows: int = 20,
         index: bool = True,
+        sortable: bool = False,
+        anchor: str | None = None,
     ) -> None:
-        """A table of at most ``max_rows`` rows (the caption says how many were left out)."""
+        """A table of at most ``max_rows`` rows (the caption says how many were left out);
+        ``sortable``: sorted by a column when its heading is clicked (:data:`SCRIPT`)."""
         shown = frame.head(max_rows)
         if index:
             shown = shown.reset_index()
@@ -126,8 +202,11 @@ class Section:
             "<tr>" + "".join(f"<td>{_text(format_value(v))}</td>" for v in row) + "</tr>"
             for row in shown.itertuples(index=False)
         )
+        marks = (' data-sortable="yes"' if sortable else "") + (
+            f' id="{_text(anchor)}"' if anchor else ""
+        )
         self.parts.append(
-            f'<div class="scroll"><table class="data"><thead><tr>{head}</tr></thead>'
+            f'<div class="scroll"><table class="data"{marks}><thead><tr>{head}</tr></thead>'
             f"<tbody>{body}</tbody></table></div>"
         )
         more = len(frame) - len(shown)
@@ -155,14 +234,24 @@ class Section:
         self.parts.append(
             f'<figure class="plot" data-figure="{_text(name)}">'
             f'<img src="data:image/png;base64,{encoded}" width="{width}" height="{height}" '
-            f'alt="{_text(title)}"><figcaption><strong>{_text(title)}.</strong> '
-            f"{_text(caption)}</figcaption></figure>"
+            f'alt="{_text(title)}"><figcaption><strong>{inline(title)}.</strong> '
+            f"{inline(caption)}</figcaption></figure>"
         )
 
     def notes(self, items: Iterable[tuple[str, str]]) -> None:
         """A list of ``(kind, text)`` notes; ``kind`` ``"warning"`` is highlighted."""
-        body = "".join(f'<li class="{_text(kind)}">{_text(text)}</li>' for kind, text in items)
+        body = "".join(f'<li class="{_text(kind)}">{inline(text)}</li>' for kind, text in items)
         self.parts.append(f'<ul class="notes">{body}</ul>')
+
+    def download(self, name: str, text: str, label: str) -> None:
+        """A link that downloads ``text`` as the file ``name`` (a CSV kept in the page, hidden;
+        :data:`SCRIPT` makes the link a Blob)."""
+        anchor = f"{self.anchor}-{len(self.parts)}-data"
+        self.parts.append(
+            f'<p><a class="download" href="#{anchor}" download="{_text(name)}" '
+            f'data-csv="{anchor}">{inline(label)}</a></p>'
+            f'<pre id="{anchor}" hidden>{_text(text)}</pre>'
+        )
 
     def render(self) -> str:
         heading = f'<section id="{self.anchor}"><h2>{_text(self.title)}</h2>'
@@ -201,6 +290,7 @@ class Page:
             '<meta name="viewport" content="width=device-width, initial-scale=1">'
             f"<title>{_text(self.title)}</title><style>{_STYLE}</style></head>"
             f"<body><main><header><h1>{_text(self.title)}</h1>"
-            f'<p class="meta">{_text(self.meta)}</p><nav>{nav}</nav></header>'
-            f"{body}<footer>{_text(self.footer)}</footer></main></body></html>\n"
+            f'<p class="meta">{inline(self.meta)}</p><nav>{nav}</nav></header>'
+            f"{body}<footer>{inline(self.footer)}</footer></main>"
+            f"<script>{SCRIPT}</script></body></html>\n"
         )

@@ -15,7 +15,11 @@ from typing import Any
 __all__ = [
     "COLORS",
     "color",
+    "count_axis",
+    "count_bins",
+    "spread_axis",
     "interval_rows",
+    "label_bars",
     "log_axis",
     "new_figure",
     "png_bytes",
@@ -103,7 +107,7 @@ def interval_rows(
         below = np.clip(mean - np.asarray(lower, dtype=np.float64), 0, None)
         above = np.clip(np.asarray(upper, dtype=np.float64) - mean, 0, None)
         ax.errorbar(mean, rows, xerr=[below, above], fmt="none", ecolor=bars or tint, lw=1.2)
-    ax.plot(mean, rows, "o", color=tint, ms=3.5)
+    ax.plot(mean, rows, "o", color=tint, ms=3.5, clip_on=False)
     ax.set_ylim(-0.7, len(mean) - 0.3)
 
 
@@ -115,6 +119,73 @@ def log_axis(ax: Any, which: str = "x") -> None:
     (ax.set_xscale if which == "x" else ax.set_yscale)("log")
     axis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:g}"))
     axis.set_minor_formatter(NullFormatter())
+
+
+#: values spanning less than this ratio are drawn on a linear axis, wider ones on a log axis
+WIDE = 10.0
+
+
+def _wide(values: Any) -> bool:
+    import numpy as np
+
+    values = np.asarray(values, dtype=np.float64)
+    values = values[values > 0]
+    return values.size > 0 and values.max() / values.min() >= WIDE
+
+
+def spread_axis(ax: Any, values: Any, which: str = "x") -> bool:
+    """A log axis (:func:`log_axis`) for positive ``values`` spanning an order of magnitude
+    or more, else a linear one with whole-number ticks (a log axis within one decade has no
+    labelled tick); True when log."""
+    if _wide(values):
+        log_axis(ax, which)
+        return True
+    from matplotlib.ticker import MaxNLocator
+
+    axis = ax.xaxis if which == "x" else ax.yaxis
+    axis.set_major_locator(MaxNLocator(integer=True, min_n_ticks=1))
+    return False
+
+
+def count_bins(values: Any, n_bins: int = 40) -> Any:
+    """Histogram edges for whole-number counts: one bin per count while they fit in
+    ``n_bins``, else ``n_bins`` bins (equal on a log scale when the counts are wide: see
+    :func:`spread_axis`)."""
+    import numpy as np
+
+    low, high = int(np.min(values)), int(np.max(values))
+    if _wide(values):
+        return np.geomspace(max(low, 1) * 0.9, high * 1.1, n_bins + 1)
+    if high - low + 1 <= n_bins:
+        return np.arange(low - 0.5, high + 1.5)
+    return np.linspace(low - 0.5, high + 0.5, n_bins + 1)
+
+
+def count_axis(ax: Any, highest: float) -> None:
+    """A linear axis of counts from 0 (y): whole-number ticks, labelled with thousands
+    separators, with room above the highest bar for its count (:func:`label_bars`)."""
+    from matplotlib.ticker import FuncFormatter, MaxNLocator
+
+    ax.set_ylim(0, max(float(highest), 1.0) * 1.15)
+    ax.yaxis.set_major_locator(MaxNLocator(nbins=5, integer=True, min_n_ticks=2))
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:,.0f}"))
+
+
+def label_bars(ax: Any, centres: Any, counts: Any) -> None:
+    """Each bar's count written above it (bars of 0 left bare), so that a bar of a few items
+    beside one of thousands still shows its number."""
+    for x, n in zip(centres, counts, strict=True):
+        if n > 0:
+            ax.annotate(
+                f"{int(n):,}",
+                (x, n),
+                xytext=(0, 2),
+                textcoords="offset points",
+                ha="center",
+                va="bottom",
+                fontsize=6,
+                rotation=90 if len(counts) > 12 else 0,
+            )
 
 
 def png_bytes(figure: Any, dpi: int = 100) -> bytes:

@@ -22,12 +22,18 @@ Clusterer           ``links``                   LinkClustering, SCDC, BayesSCDC
 comparisons, shared by every pairwise family.
 """
 
+from ..base import register_restore
+from ._state_checks import restore as _restore_checked
 from .clusters import Clusterer
 from .items import ItemScorer, PairwiseScorer, RankingModel
 from .labels import LabelAggregator
 from .pair_questions import PairQuestions
 from .questions import QuestionAsker
 from .values import ValueAggregator
+
+# every model class derives from a role, so a model file's class is restored only after this
+# has run: the checks of what each role's results must look like apply to every load
+register_restore(_restore_checked)
 
 __all__ = [
     "Clusterer",

@@ -7,6 +7,7 @@ from typing import Any, ClassVar
 
 import pandas as pd
 
+from .._capacity import check_memory
 from ..base import Estimator, OptionalResult
 from .questions import QuestionAsker
 
@@ -41,7 +42,10 @@ class LabelAggregator(QuestionAsker, Estimator):
     - ``consensus_``, ``quality_`` — the consensus label of each labelled task and its
       quality score (models that learn from task features);
     - ``held_out_counts_`` — each worker's labels counted against the posterior of the task
-      from the other workers' labels (what :meth:`suggest` reads to choose whom to ask).
+      from the other workers' labels (what :meth:`suggest` reads to choose whom to ask);
+    - ``choice_``, ``scores_``, ``model_`` — a model that chooses among others (``--model
+      auto``): the chosen model's name, the scores it chose by (best first) and the fitted
+      chosen model, whose results are this model's.
 
     Its convergence facts are :meth:`~crowdbayes.base.Estimator.diagnostics`.
     """
@@ -65,6 +69,9 @@ class LabelAggregator(QuestionAsker, Estimator):
     consensus_ = OptionalResult()
     quality_ = OptionalResult()
     held_out_counts_ = OptionalResult()
+    choice_ = OptionalResult()
+    scores_ = OptionalResult()
+    model_ = OptionalResult()
 
     # ------------------------------------------------------------------ the inputs
     def _refuse_unused(self, features: Any = None, init: Any = None) -> None:
@@ -79,6 +86,35 @@ class LabelAggregator(QuestionAsker, Estimator):
             raise TypeError(f"{name}.fit needs the tasks' features: fit(labels, features)")
         if init is not None and not self.tags.warm_start:
             raise TypeError(f"{name} cannot warm-start: fit it without init")
+
+    #: what to change when a fit is refused for its size (:meth:`_check_capacity`)
+    _capacity_hint: ClassVar[str] = (
+        "merge rare classes into fewer, or fit on a machine with more memory"
+    )
+
+    def _dense_arrays(self, n_tasks: int, n_workers: int, n_classes: int) -> dict[str, int]:
+        """The dense float64 arrays a fit holds at once, by what they are: their numbers of
+        elements, a lower bound of what the fit allocates (before any is allocated).
+
+        Every label model holds ``probas_`` (tasks × classes) with the vote counts and the
+        working posterior beside it, and ``confusion_`` (workers × classes²) with the
+        statistics it is estimated from and ``held_out_counts_``: three of each. A model that
+        holds more adds its own (the Gibbs sampler's chains)."""
+        return {
+            "tasks × classes": 3 * n_tasks * n_classes,
+            "workers × classes²": 3 * n_workers * n_classes**2,
+        }
+
+    def _check_capacity(self, n_tasks: int, n_workers: int, n_classes: int) -> None:
+        """Refuse (:class:`crowdbayes._capacity.CapacityError`, naming the size needed) a fit
+        whose :meth:`_dense_arrays` exceed the memory bound (:mod:`crowdbayes._capacity`),
+        before allocating any of them."""
+        what = (
+            f"{type(self).__name__} on {n_tasks:,} tasks, {n_workers:,} workers and "
+            f"{n_classes:,} classes"
+        )
+        arrays = self._dense_arrays(n_tasks, n_workers, n_classes)
+        check_memory(what, arrays, self._capacity_hint)
 
     # ------------------------------------------------------------------ the results
     def predict(self) -> pd.Series:

@@ -471,3 +471,53 @@ def test_not_fitted_and_bad_predictions():
         model.predict_proba(["a"], ["c"], items=items)
     with pytest.raises(ValueError, match="n_inducing=3 needs item features"):
         CommunityPreferences(n_inducing=3).fit(comparisons)
+
+
+# ---------------------------------------------------------------------- time and mixing notes
+def test_long_sampling_is_announced_and_unmixed_chains_warn(monkeypatch):
+    """Projected past the bar (here 0 s), the sampler says how long it will take and names the
+    fast models before it starts, timing a copy of a chain (the draws do not change); chains
+    that disagree on the number of communities warn with how to sample more."""
+    from crowdbayes.exceptions import ConvergenceWarning
+    from crowdbayes.inference import announce
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        quiet = small_fit(3, n_jobs=1)
+    assert not [w for w in caught if issubclass(w.category, DataWarning)]
+    monkeypatch.setattr(announce, "ANNOUNCE_SECONDS", 0.0)
+    monkeypatch.setattr(announce, "RHAT_WARNING", 0.0)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        announced = small_fit(3, n_jobs=1)
+    np.testing.assert_array_equal(announced.memberships_, quiet.memberships_)
+    (note,) = [str(w.message) for w in caught if issubclass(w.category, DataWarning)]
+    assert note.startswith("CommunityPreferences: 2 chain(s) × 6 sweeps will take about")
+    assert "--model ep" in note and "n_sweeps=3, burn_in=1" in note
+    (unmixed,) = [str(w.message) for w in caught if issubclass(w.category, ConvergenceWarning)]
+    assert f"max R-hat {announced.rhat_n_communities_:.3f}" in unmixed
+    assert "run more sweeps (n_sweeps=12, burn_in=4)" in unmixed
+
+
+@pytest.mark.parametrize("n_pairs", [1, 3])
+def test_remove_sites_divides_the_gaussian_by_the_sites(n_pairs):
+    """Against the natural parameters: dividing out sites (τ, ν) on differences A leaves the
+    precision Λ - Aᵀ T A and the linear term h - Aᵀ ν (the one-comparison shortcut too)."""
+    from crowdbayes.models.communities.community import remove_sites
+
+    rng = np.random.default_rng(n_pairs)
+    root = rng.normal(size=(5, 5))
+    cov = np.linalg.inv(root @ root.T + 5 * np.eye(5))
+    mean = rng.normal(size=5)
+    left, right = np.array([0, 1, 3][:n_pairs]), np.array([2, 4, 4][:n_pairs])
+    ones = np.ones(n_pairs)
+    pairs = PairCounts(left, right, ones, 0 * ones, np.arange(n_pairs))
+    tau, nu = rng.uniform(0.1, 0.5, n_pairs), rng.normal(size=n_pairs)
+    new_mean, new_cov = remove_sites(mean, cov, pairs, tau, nu)
+    A = np.zeros((n_pairs, 5))
+    A[np.arange(n_pairs), left], A[np.arange(n_pairs), right] = 1.0, -1.0
+    precision = np.linalg.inv(cov) - A.T @ np.diag(tau) @ A
+    expected_cov = np.linalg.inv(precision)
+    np.testing.assert_allclose(new_cov, expected_cov, rtol=1e-9, atol=1e-12)
+    linear = np.linalg.solve(cov, mean) - A.T @ nu
+    np.testing.assert_allclose(new_mean, expected_cov @ linear, rtol=1e-9, atol=1e-12)

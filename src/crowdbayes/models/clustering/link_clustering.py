@@ -14,7 +14,17 @@ in its own module:
 
 A restart here is: a start, block moves on it, VB to convergence, then ``n_polish`` rounds of
 block moves and Kempe swaps on the VB solution with the weights learnt by VB, each followed by
-VB and kept while the ELBO rises. The highest final ELBO over the restarts wins.
+VB and kept while the ELBO rises. With ``search_factor`` f above 1 that restart runs with
+:math:`K' = \lceil fK \rceil` clusters, and its solution is brought back to K: the items of
+all but the K largest clusters are re-placed greedily on the kept clusters by their links
+(:func:`~crowdbayes.models.clustering.link_search.dissolve_smallest`), then block moves, Kempe
+swaps and the VB polish run at K. With spare clusters a group may take two clusters in two
+regions of tasks that share few items, so the search at K' need not align every region's
+labelling at once; the alignment is made when the spare clusters are dissolved. The default
+is f = 1 (search at K): on the real MNIST annotations f = 1.5 costs about twice the CPU
+time and its per-task NMI at K = 10 is no better over seeds
+(``benchmarks/cluster/results/cluster_link_vb_notes.md``, "Issue 40"). The highest final ELBO
+over the restarts wins.
 
 Identifiability: a worker's sensitivity :math:`\alpha_m` is learnt only from items that
 somebody else also judged. An item that one worker put in the wrong group and nobody else saw
@@ -35,7 +45,9 @@ generative models. NeurIPS.
 
 from __future__ import annotations
 
+import math
 import warnings
+from numbers import Real
 
 import numpy as np
 import pandas as pd
@@ -54,6 +66,7 @@ from ...base import (
     POSITIVE_INT,
     RANDOM_STATE,
     TOLERANCE,
+    Interval,
     PositivePair,
 )
 from ...data.io import TableLike
@@ -62,7 +75,13 @@ from ...exceptions import ConvergenceWarning
 from ...maths import beta_credible_interval, dirichlet_expected_log, dirichlet_marginal_summary
 from ...roles import Clusterer
 from .link_graph import LinkGraph
-from .link_search import block_search, contraction_start, greedy_start, kempe_search
+from .link_search import (
+    block_search,
+    contraction_start,
+    dissolve_smallest,
+    greedy_start,
+    kempe_search,
+)
 from .link_vb import LinkStatistics, LinkVBState, iterate_link_vb, soften
 
 __all__ = ["LinkClustering"]
@@ -102,6 +121,10 @@ class LinkClustering(Clusterer):
         Rounds of group moves and Kempe-chain swaps on the VB solution, each followed by VB,
         kept while the ELBO rises (:mod:`~crowdbayes.models.clustering.link_search`); 0 turns
         them off.
+    search_factor : float
+        The restarts search with :math:`\lceil` ``search_factor`` · K :math:`\rceil` clusters,
+        then dissolve all but the K largest (module docstring); at least 1 (the default),
+        where 1 searches at K directly. Restarts from ``init`` search at K.
     n_init : int
         Restarts, alternating contraction and greedy starts, each with its own random
         tie-breaks; the run with the highest final ELBO is kept.
@@ -153,6 +176,7 @@ class LinkClustering(Clusterer):
         "init_accuracy": [PositivePair()],
         "init_smoothing": [OPEN_UNIT],
         "n_polish": [NON_NEGATIVE_INT],
+        "search_factor": [Interval(Real, 1, None)],
         "n_init": [POSITIVE_INT],
         "max_iter": [POSITIVE_INT],
         "tol": TOLERANCE,
@@ -171,6 +195,7 @@ class LinkClustering(Clusterer):
         init_accuracy: tuple[float, float] = (10.0, 1.0),
         init_smoothing: float = 0.1,
         n_polish: int = 2,
+        search_factor: float = 1.0,
         n_init: int = 5,
         max_iter: int = 300,
         tol: float | None = 1e-8,
@@ -185,6 +210,7 @@ class LinkClustering(Clusterer):
         self.init_accuracy = init_accuracy
         self.init_smoothing = init_smoothing
         self.n_polish = n_polish
+        self.search_factor = search_factor
         self.n_init = n_init
         self.max_iter = max_iter
         self.tol = tol
@@ -361,29 +387,56 @@ class LinkClustering(Clusterer):
         )
 
     def _run(self, graph: LinkGraph, priors, rng: np.random.Generator, resp=None, contract=True):
-        """One restart: a contraction start (``contract``) or a greedy one, improved by block
-        moves, VB to convergence, then rounds of block moves and Kempe swaps on the VB
-        solution, each followed by VB and kept only if the ELBO rises. Returns the final state
-        and the driver result of its VB run."""
+        """One restart: from ``resp`` if given, else a searched start (:meth:`_searched_start`);
+        then VB to convergence and the polish (:meth:`_polish`). Returns the final state and
+        the driver result of its VB run."""
+        if resp is None:
+            resp = self._searched_start(graph, priors, rng, contract)
+        return self._polish(graph, priors, rng, resp)
+
+    def _searched_start(self, graph: LinkGraph, priors, rng: np.random.Generator, contract):
+        """q(z) at the start of a restart without ``init``: with K' = ⌈``search_factor``·K⌉
+        above K, a whole restart at K' (start, VB, polish) brought back to K by
+        :func:`dissolve_smallest` and group moves and Kempe swaps at K under the weights VB
+        learnt at K'; else :meth:`_hard_start` at K."""
+        k = priors[0].size
+        wide = math.ceil(float(self.search_factor) * k - 1e-9)
+        if wide <= k:
+            return soften(self._hard_start(graph, priors, rng, contract), k, self.init_smoothing)
+        wide_priors = (np.full(wide, float(self.prior_prevalence)), *priors[1:])
+        wide_resp = soften(
+            self._hard_start(graph, wide_priors, rng, contract), wide, self.init_smoothing
+        )
+        state, _ = self._polish(graph, wide_priors, rng, wide_resp)
+        weights = self._vb_weights(graph, state)
+        chosen = dissolve_smallest(graph, weights, np.argmax(state.resp, axis=1), k, rng)
+        log_pi = dirichlet_expected_log(priors[0] + np.bincount(chosen, minlength=k))
+        chosen = kempe_search(graph, weights, log_pi, chosen, rng)
+        return soften(chosen, k, self.init_smoothing)
+
+    def _hard_start(self, graph: LinkGraph, priors, rng: np.random.Generator, contract):
+        """A contraction start (``contract``) or a greedy one with the clusters of ``priors``,
+        improved by block moves under the links weighed at ``init_accuracy``."""
         prior_pi = priors[0]
         k = prior_pi.size
         start = np.tile(np.asarray(self.init_accuracy, dtype=np.float64), (graph.n_workers, 1))
-        if resp is None:
-            weights, _ = link_message_weights(
-                two_coin_expectations(start, start), graph.worker, graph.labels
-            )
-            if contract:
-                chosen = contraction_start(graph, weights, k, rng)
-            else:
-                chosen = greedy_start(graph, weights, k, rng)
-            log_pi = dirichlet_expected_log(prior_pi + np.bincount(chosen, minlength=k))
-            chosen = block_search(graph, weights, log_pi, chosen, rng)
-            resp = soften(chosen, k, self.init_smoothing)
+        weights, _ = link_message_weights(
+            two_coin_expectations(start, start), graph.worker, graph.labels
+        )
+        if contract:
+            chosen = contraction_start(graph, weights, k, rng)
+        else:
+            chosen = greedy_start(graph, weights, k, rng)
+        log_pi = dirichlet_expected_log(prior_pi + np.bincount(chosen, minlength=k))
+        return block_search(graph, weights, log_pi, chosen, rng)
+
+    def _polish(self, graph: LinkGraph, priors, rng: np.random.Generator, resp: np.ndarray):
+        """VB from ``resp`` to convergence, then up to ``n_polish`` rounds of block moves and
+        Kempe swaps on the VB solution, each followed by VB and kept only if the ELBO rises."""
+        k = priors[0].size
         state, run = self._vb(graph, priors, resp)
         for _ in range(self.n_polish):
-            weights, _ = link_message_weights(
-                two_coin_expectations(state.alpha, state.beta), graph.worker, graph.labels
-            )
+            weights = self._vb_weights(graph, state)
             chosen = np.argmax(state.resp, axis=1)
             moved = kempe_search(
                 graph, weights, dirichlet_expected_log(state.prevalence), chosen, rng
@@ -397,6 +450,14 @@ class LinkClustering(Clusterer):
                 break
             state, run = candidate, candidate_run
         return state, run
+
+    @staticmethod
+    def _vb_weights(graph: LinkGraph, state: LinkVBState) -> np.ndarray:
+        """Every link's message weight under the workers' fitted q(α), q(β)."""
+        weights, _ = link_message_weights(
+            two_coin_expectations(state.alpha, state.beta), graph.worker, graph.labels
+        )
+        return weights
 
     def _vb(self, graph: LinkGraph, priors, resp: np.ndarray):
         """Coordinate-ascent VB from q(z) = ``resp`` over all links as one partition

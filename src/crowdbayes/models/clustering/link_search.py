@@ -36,6 +36,9 @@ The moves
   set of blocks of :math:`a` and :math:`b` joined by net cannot-links; exchanging :math:`a` and
   :math:`b` on a whole chain relabels a region of tasks at once, a move no sequence of single
   improving block moves reaches.
+* :func:`dissolve_smallest`: a search run with spare clusters comes back to K by keeping the
+  K largest clusters and re-placing the items of the others (:func:`greedy_placement`, the
+  procedure of :func:`greedy_start` given the items kept).
 
 :class:`~crowdbayes.models.clustering.LinkClustering` alternates the two starts over its
 restarts, improves each with :func:`block_search`, runs VB, and polishes the VB solution with
@@ -66,6 +69,8 @@ from .link_graph import LinkGraph
 
 __all__ = [
     "greedy_start",
+    "greedy_placement",
+    "dissolve_smallest",
     "contraction_start",
     "block_search",
     "kempe_swaps",
@@ -88,13 +93,36 @@ def greedy_start(
     instead gives every task its own arbitrary labelling, which coordinate ascent cannot
     reconcile across tasks. Returns the cluster of every item.
     """
+    n = graph.n_items
+    return greedy_placement(
+        graph, weights, np.zeros(n, dtype=np.int64), np.zeros(n, dtype=bool), n_clusters, rng
+    )
+
+
+def greedy_placement(
+    graph: LinkGraph,
+    weights: np.ndarray,
+    chosen: np.ndarray,
+    placed: np.ndarray,
+    n_clusters: int,
+    rng: np.random.Generator,
+) -> np.ndarray:
+    """Place the items not ``placed`` one at a time, the most clear-cut first, given the
+    clusters ``chosen`` of those that are (the procedure of :func:`greedy_start`, whose
+    scores here start from the placed partners). Returns the cluster of every item."""
     n, k = graph.n_items, n_clusters
+    chosen = np.array(chosen, dtype=np.int64)
+    placed = np.array(placed, dtype=bool)
+    rows, cols, entry_w = graph.entries(weights)
+    known = placed[cols]
     score = np.zeros((n, k))
+    np.add.at(score, (rows[known], chosen[cols[known]]), entry_w[known])
     margin = np.zeros(n)
-    jitter = rng.random((n, k)) * 1e-9  # random tie-breaks, fixed for this start
-    placed = np.zeros(n, dtype=bool)
-    chosen = np.empty(n, dtype=np.int64)
-    for _ in range(n):
+    if k > 1:
+        top2 = -np.partition(-score, 1, axis=1)[:, :2]
+        margin = top2[:, 0] - top2[:, 1]
+    jitter = rng.random((n, k)) * 1e-9  # random tie-breaks, fixed for this placement
+    for _ in range(int((~placed).sum())):
         item = int(np.argmax(np.where(placed, -np.inf, margin + jitter[:, 0])))
         cluster = int(np.argmax(score[item] + jitter[item]))
         placed[item], chosen[item] = True, cluster
@@ -105,6 +133,28 @@ def greedy_start(
             top2 = -np.partition(-score[partners], 1, axis=1)[:, :2]
             margin[partners] = top2[:, 0] - top2[:, 1]
     return chosen
+
+
+def dissolve_smallest(
+    graph: LinkGraph,
+    weights: np.ndarray,
+    chosen: np.ndarray,
+    n_clusters: int,
+    rng: np.random.Generator,
+) -> np.ndarray:
+    """Reduce the hard assignments ``chosen`` to their ``n_clusters`` largest clusters
+    (renumbered ``0 … n_clusters−1`` by decreasing size): the items of the others are
+    re-placed by :func:`greedy_placement` given the items kept, each on the kept cluster its
+    links favour. This is how a search run with more clusters than asked comes back to
+    ``n_clusters`` (:class:`~crowdbayes.models.clustering.LinkClustering`, ``search_factor``).
+    """
+    sizes = np.bincount(chosen)
+    kept = np.argsort(-sizes, kind="stable")[:n_clusters]
+    renumber = np.full(sizes.size, -1, dtype=np.int64)
+    renumber[kept] = np.arange(kept.size)
+    reduced = renumber[chosen]
+    placed = reduced >= 0
+    return greedy_placement(graph, weights, np.where(placed, reduced, 0), placed, n_clusters, rng)
 
 
 def contraction_start(

@@ -12,7 +12,7 @@ COMMAND_LINE = (
         "dpm-gp",
         "crowdbayes.models.communities.estimator:CommunityPreferences",
         "communities of preferences: Dirichlet-process mixture of GPs (EP + Gibbs)",
-        ("--lengthscale", "--ties"),
+        ("--lengthscale", "--ties", "--sweeps", "--burn-in"),
     ),
 )
 

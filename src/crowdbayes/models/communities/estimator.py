@@ -35,6 +35,7 @@ from ...gp import (
 )
 from ...gp.prior import ITEM_PRIOR_CONSTRAINTS, item_inputs
 from ...inference import rhat
+from ...inference.announce import warn_unmixed
 from ...inference.parallel import resolve_n_jobs
 from ...kernels import Kernel
 from ...linalg import safe_cholesky
@@ -130,7 +131,9 @@ class CommunityPreferences(PairwiseScorer):
     n_communities_samples_, concentration_samples_ : ndarray (chains, draws)
     rhat_n_communities_ : float
         Rank-normalised split R-hat of the number of communities (NaN with fewer than 4
-        kept draws per chain, or when it never varies).
+        kept draws per chain, or when it never varies). Above 1.05 the fit warns
+        (:class:`ConvergenceWarning`) and says how to sample more; a fit projected to take
+        over 30 s says so before it starts (a :class:`DataWarning`).
     worker_ids_, item_ids_, kernel_, n_ties_dropped_, n_ep_unconverged_, history_
     n_split_merge_accepted_ : int
         Accepted split–merge moves over all chains.
@@ -260,6 +263,11 @@ class CommunityPreferences(PairwiseScorer):
             n_jobs=n_jobs,
             progress=self.progress,
             desc=f"{name} sweeps",
+            announce={
+                "name": name,
+                "fewer": f"n_sweeps={max(2, self.n_sweeps // 2)}, burn_in={self.burn_in // 2}",
+                "faster": "GPPreferenceEP (--model ep) or CrowdBT (--model crowd-bt)",
+            },
         )
         self.history_ = [c.history for c in chains]
         self.n_ep_unconverged_ = sum(c.n_ep_unconverged for c in chains)
@@ -284,6 +292,13 @@ class CommunityPreferences(PairwiseScorer):
         self._predictive = np.concatenate(predictive)
         self._pred_lam = np.concatenate([c.predictive_concentration for c in chains])
         self._summarise()
+        warn_unmixed(
+            name,
+            self.rhat_n_communities_,
+            # (no n_chains: the command line reads it as the labels' --chains, which prefs
+            # has not)
+            f"n_sweeps={2 * self.n_sweeps}, burn_in={2 * self.burn_in}",
+        )
         return self
 
     def _prepare(self, comparisons, items) -> None:

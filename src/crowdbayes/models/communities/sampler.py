@@ -46,6 +46,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy.special import gammaln
 
+from ...inference.announce import announce_duration
 from ...inference.parallel import run_chains
 from ._adf import adf_filter, adf_log_evidence
 from ._crp import sample_concentration
@@ -54,6 +55,7 @@ from .community import (
     SamplerSettings,
     UserData,
     fit_community,
+    item_block,
     remove_sites,
     user_marginal,
 )
@@ -171,7 +173,7 @@ class _Chain:
             for i, c in enumerate(labels):
                 if c in beliefs:
                     mean, cov = beliefs[c]
-                    means[i], covs[i] = mean[items], cov[np.ix_(items, items)]
+                    means[i], covs[i] = mean[items], item_block(cov, items)
                     if c == c0 and u in own.members:
                         a, b = own.offsets[u]
                         means[i], covs[i] = remove_sites(
@@ -249,7 +251,7 @@ class _Chain:
             means = np.zeros((len(beliefs) + 1, len(items)))
             covs = np.empty((len(beliefs) + 1, len(items), len(items)))
             for c, (mean, cov) in enumerate(beliefs):
-                means[c], covs[c] = mean[items], cov[np.ix_(items, items)]
+                means[c], covs[c] = mean[items], item_block(cov, items)
             covs[-1] = self.settings.prior_block(items)
             log_ev = adf_log_evidence(means, covs, data.pairs[u], alpha)
             c = self._choose(np.log(np.array(sizes + [self.lam], dtype=float)) + log_ev)
@@ -388,16 +390,29 @@ def sample_chains(
     n_jobs: int = 1,
     progress: bool = False,
     desc: str = "Gibbs sweeps",
+    announce: dict[str, str] | None = None,
 ) -> list[ChainResult]:
     """Run one chain per generator for ``n_sweeps`` sweeps (on ``n_jobs`` processes,
     :func:`~crowdbayes.inference.parallel.run_chains`); keep every ``thin``-th draw after
-    ``burn_in``, and the community posteriors of ``n_predictive`` of them (evenly spaced)."""
+    ``burn_in``, and the community posteriors of ``n_predictive`` of them (evenly spaced).
+    With ``announce`` (``name``, ``fewer``, ``faster``), a run projected past 30 s says so
+    first (:func:`~crowdbayes.inference.announce.announce_duration`)."""
     kept = np.arange(burn_in, n_sweeps, thin)
     spaced = np.unique(np.linspace(0, len(kept) - 1, n_predictive).round().astype(np.int64))
     plan = _Plan(n_sweeps, burn_in, thin, frozenset(kept[spaced].tolist()))
+    runs = [_ChainRun(rng) for rng in rngs]
+    if announce is not None:
+        announce_duration(
+            sweep=_record_sweep,
+            chains=runs,
+            shared=(data, settings, plan),
+            n_sweeps=n_sweeps,
+            n_jobs=n_jobs,
+            **announce,
+        )
     runs = run_chains(
         _record_sweep,
-        [_ChainRun(rng) for rng in rngs],
+        runs,
         (data, settings, plan),
         n_sweeps=n_sweeps,
         n_jobs=n_jobs,

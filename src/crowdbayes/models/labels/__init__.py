@@ -14,6 +14,13 @@ COMMAND_LINE = (
     ),
     ModelEntry(
         "labels",
+        "auto",
+        "crowdbayes.models.labels.auto:AutoLabelModel",
+        "the model that best predicts held-out labels (majority vote, one-coin, Dawid-Skene, "
+        "Bayesian Dawid-Skene), chosen per data set without gold",
+    ),
+    ModelEntry(
+        "labels",
         "ds",
         "crowdbayes.models.labels.dawid_skene:DawidSkene",
         "Dawid-Skene, EM",
@@ -107,13 +114,14 @@ COMMAND_LINE = (
         "bias-noise",
         "crowdbayes.models.labels.continuous:ContinuousAggregation",
         "true value per task, bias and noise per worker (Gaussian or Student-t), VB",
-        ("--noise", "--df", "--max-iter", "--tol"),
+        ("--noise", "--df", "--max-iter", "--tol", "--bounds"),
     ),
 )
 
 #: the module of every public name, and the names it defines (imported on first use)
 _EXPORTS = {
     "._base": ("LabelModel",),
+    ".auto": ("AutoLabelModel", "held_out_label_scores"),
     ".bayesian_dawid_skene": ("BayesianDawidSkene",),
     ".community": ("CommunityDawidSkene",),
     ".continuous": ("ContinuousAggregation",),

@@ -167,6 +167,7 @@ class LabelModel(LabelAggregator):
                 f"{list(labels.classes)}: declare the labels with ordered=True (and classes=[...] "
                 "lowest first unless the labels are numbers)"
             )
+        self._check_capacity(labels.n_tasks, labels.n_workers, labels.n_classes)
         return labels
 
     @abstractmethod

@@ -35,6 +35,7 @@ from ...annotators.hierarchical import (
 )
 from ...data import Labels
 from ...inference import OnlineMoments
+from ...inference.announce import announce_duration, warn_unmixed
 from ...inference.relabel import best_permutation
 from ...inference.slice import elliptical_slice_rows, gaussian_reference, slice_sample_rows
 from ...maths import (
@@ -46,7 +47,16 @@ from ...maths import (
 )
 from ._base import clamp_gold, feedback_tasks
 
-__all__ = ["GibbsSettings", "ChainState", "run_sweep", "chain_sweep", "counted_tasks"]
+__all__ = [
+    "GibbsSettings",
+    "ChainState",
+    "chain_arrays",
+    "run_sweep",
+    "chain_sweep",
+    "counted_tasks",
+    "announce_duration",
+    "warn_unmixed",
+]
 
 
 @dataclass(frozen=True)
@@ -110,6 +120,35 @@ def new_chain(labels: Labels, start_probas: np.ndarray, alpha0: np.ndarray, rng)
     known = labels.gold_codes >= 0
     classes[known] = labels.gold_codes[known]
     return ChainState(classes=classes, alpha=alpha0.copy(), rng=rng)
+
+
+def chain_arrays(
+    n_tasks: int,
+    n_workers: int,
+    n_classes: int,
+    *,
+    n_samples: int,
+    hyperprior: str,
+    keep_trace: bool,
+) -> dict[str, int]:
+    """The dense float64 arrays one chain holds at the end of its sweeps, by what they are
+    (numbers of elements; for the capacity check, :mod:`crowdbayes._capacity`): the online
+    moments of the task posteriors (mean, M2 and conditional variance: 3 × tasks × classes)
+    and of the confusion matrices with the counts (4 × workers × classes²), the α trace (one
+    classes × classes matrix per recorded sweep), the Gaussian reference of the ``"sample"``
+    α update (a Cholesky factor and a precision per row: 2 × classes³) and, with
+    ``keep_trace``, every recorded θ draw (samples × workers × classes²)."""
+    k = n_classes
+    arrays = {
+        "chain tasks × classes": 3 * n_tasks * k,
+        "chain workers × classes²": 4 * n_workers * k * k,
+        "chain α draws (samples × classes²)": n_samples * k * k,
+    }
+    if hyperprior == "sample":
+        arrays["chain α reference (classes³)"] = 2 * k**3
+    if keep_trace:
+        arrays["chain θ draws (samples × workers × classes²)"] = n_samples * n_workers * k * k
+    return arrays
 
 
 def start_accumulating(chain: ChainState, labels: Labels) -> None:

@@ -104,7 +104,9 @@ class GoldMajorityVote(SkillLabelModel):
 
 def with_gold(labels: Labels, gold, model: str) -> Labels:
     """A shallow copy of ``labels`` whose gold is ``gold`` (every gold task must have labels)."""
-    series = Labels._read_gold(gold, "task", "label")
+    from ...data.hygiene import Hygiene
+
+    series = Labels._read_gold(gold, "task", "label", Hygiene("gold"))
     positions = labels.tasks.get_indexer(series.index)
     unknown = series.index[positions < 0]
     if len(unknown):

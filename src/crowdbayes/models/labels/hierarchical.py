@@ -91,7 +91,11 @@ class HierarchicalAnnotation(LabelModel):
     Convergence: ``diagnostics_`` has rank-normalised split-R-hat and bulk/tail ESS (Vehtari et
     al. 2021) of the log-likelihood, prevalence and hyperparameters from their traces;
     ``confusion_rhat_`` and ``probas_rhat_`` give the Gelman–Rubin R-hat of every worker
-    parameter and task probability from the chains' online moments.
+    parameter and task probability from the chains' online moments. A fit whose ``max_rhat_``
+    exceeds 1.05 raises a :class:`ConvergenceWarning` saying how to sample more, and a fit
+    projected (from the first sweeps, timed on a copy of a chain) to take over 30 s says so
+    with a :class:`DataWarning` before it starts, naming the faster models
+    (:func:`crowdbayes.inference.announce.announce_duration`).
 
     Parameters
     ----------
@@ -207,7 +211,28 @@ class HierarchicalAnnotation(LabelModel):
         self.random_state = random_state
         self.progress = progress
 
+    _capacity_hint = (
+        "merge rare classes into fewer, use fewer n_chains or n_samples, or a model without "
+        "Gibbs draws (BayesianDawidSkene: --model bayes-ds)"
+    )
+
+    def _dense_arrays(self, n_tasks: int, n_workers: int, n_classes: int) -> dict[str, int]:
+        """The role's arrays plus those of every chain (:func:`_gibbs.chain_arrays`)."""
+        arrays = super()._dense_arrays(n_tasks, n_workers, n_classes)
+        per_chain = _gibbs.chain_arrays(
+            n_tasks,
+            n_workers,
+            n_classes,
+            n_samples=self.n_samples,
+            hyperprior=self.hyperprior,
+            keep_trace=self.keep_trace,
+        )
+        chains = f"{self.n_chains} chain{'s' if self.n_chains != 1 else ''}"
+        arrays.update({f"{name} × {chains}": self.n_chains * n for name, n in per_chain.items()})
+        return arrays
+
     def _fit(self, labels: Labels) -> None:
+        self._check_capacity(labels.n_tasks, labels.n_workers, labels.n_classes)
         settings = _gibbs.GibbsSettings(
             sampler=self.sampler,
             hyperprior=self.hyperprior,
@@ -236,6 +261,17 @@ class HierarchicalAnnotation(LabelModel):
         n_sweeps = self.n_warmup + self.n_samples
         shared = (labels, settings, pivot, index, self.n_warmup)
         n_jobs = resolve_n_jobs(self.n_jobs, self.n_chains, self._estimated_seconds(labels))
+        twice = f"n_warmup={2 * self.n_warmup or 100}, n_samples={2 * self.n_samples}"
+        _gibbs.announce_duration(
+            type(self).__name__,
+            _gibbs.chain_sweep,
+            chains,
+            shared,
+            n_sweeps=n_sweeps,
+            n_jobs=n_jobs,
+            fewer=f"n_warmup={max(1, self.n_warmup // 2)}, n_samples={max(4, self.n_samples // 2)}",
+            faster="BayesianDawidSkene (--model bayes-ds) or DawidSkene (--model ds)",
+        )
         chains = run_chains(
             _gibbs.chain_sweep,
             chains,
@@ -247,6 +283,8 @@ class HierarchicalAnnotation(LabelModel):
         )
         self.n_iter_, self.converged_ = n_sweeps, None
         self._summarise(labels, chains)
+        more = f"{twice}, or more chains: n_chains={2 * self.n_chains}"
+        _gibbs.warn_unmixed(type(self).__name__, self.max_rhat_, more)
 
     def _estimated_seconds(self, labels: Labels) -> float:
         """A rough single-core time of all the sweeps (for ``n_jobs=None``)."""

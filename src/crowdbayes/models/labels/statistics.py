@@ -186,6 +186,7 @@ class StatsLabelModel(LabelModel):
                 f"warm start: the saved model's classes {list(saved.classes_)} differ from the "
                 f"labels' classes {list(classes)}"
             )
+        saved._check_shapes("warm start")
         per_worker, *rest = (saved.globals_[key] for key in self.primary)
         positions = saved.workers_.get_indexer(workers)
         known = positions >= 0
@@ -232,8 +233,10 @@ class StatsLabelModel(LabelModel):
                 f"partial_fit: the batch's classes {list(batch.classes)} differ from the "
                 f"model's {list(self.classes_)}"
             )
+        self._check_shapes("partial_fit")
         new_workers = batch.workers[~batch.workers.isin(self.workers_)]
         workers = self.workers_.append(pd.Index(new_workers))
+        self._check_capacity(batch.n_tasks, len(workers), batch.n_classes)
         full_start = self.warm_start(self, workers, self.classes_)
         full_old = dict(self.stats_)
         for key in self.worker_stats:
@@ -274,6 +277,33 @@ class StatsLabelModel(LabelModel):
             self.labels_[:] = batch.classes[tasks["labels"]]
         self._set_held_out_counts(batch, add=True)
         return self
+
+    def _check_shapes(self, what: str) -> None:
+        """Refuse (``ValueError`` naming the arrays and their shapes) a fitted or loaded model
+        whose saved arrays disagree with its workers and classes: the per-worker arrays (the
+        first of ``primary`` and the ``worker_stats``) must have one row per worker of
+        ``workers_`` and the shape of :meth:`new_worker_rows` (or classes × classes) after it,
+        the other ``primary`` arrays and the class totals one entry per class."""
+        if not self.primary:
+            return
+        n_workers, k = len(self.workers_), len(self.classes_)
+        first, *rest = self.primary
+        expected = [("globals_", first, (n_workers, *np.shape(self.new_worker_rows(k))))]
+        expected += [("globals_", key, (k,)) for key in rest]
+        if self.stats_ is not None:
+            expected += [("stats_", key, (n_workers, k, k)) for key in self.worker_stats]
+            expected.append(("stats_", "classes", (k,)))
+        wrong = []
+        for where, key, shape in expected:
+            value = getattr(self, where).get(key)
+            if value is None or np.shape(value) != shape:
+                found = "missing" if value is None else f"shape {np.shape(value)}"
+                wrong.append(f"{where}[{key!r}] has {found}, expected {shape}")
+        if wrong:
+            raise ValueError(
+                f"{what}: the {type(self).__name__} model's arrays disagree with its "
+                f"{n_workers} workers and {k} classes: {'; '.join(wrong)}"
+            )
 
     @staticmethod
     def _worker_subset(values: dict, rows: np.ndarray, keys: Sequence[str]) -> dict:

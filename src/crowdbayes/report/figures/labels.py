@@ -6,7 +6,16 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .._mpl import color, interval_rows, log_axis, new_figure, styled
+from .._mpl import (
+    color,
+    count_axis,
+    count_bins,
+    interval_rows,
+    label_bars,
+    new_figure,
+    spread_axis,
+    styled,
+)
 from .._results import confusion_array, worker_scores
 
 __all__ = [
@@ -82,9 +91,11 @@ def worker_reliability(model, *, max_workers: int = 40):
         y = (scores["sensitivity"] + scores["specificity"]) / 2
     else:
         y = scores["reliability"]
-    scatter.scatter(scores["n_labels"], y, s=12, alpha=0.6, color=color(2), edgecolors="none")
-    log_axis(scatter)
-    scatter.set_xlabel("labels given (log scale)")
+    scatter.scatter(
+        scores["n_labels"], y, s=12, alpha=0.6, color=color(2), edgecolors="none", clip_on=False
+    )
+    log = spread_axis(scatter, scores["n_labels"])
+    scatter.set_xlabel("labels given" + (" (log scale)" if log else ""))
     scatter.set_ylabel("balanced accuracy" if binary else "P(label is right)")
     scatter.set_ylim(-0.02, 1.02)
     scatter.grid(alpha=0.3)
@@ -176,8 +187,9 @@ def confusion_matrices(model, *, n_workers: int = 2):
 @styled
 def class_probabilities(model):
     """How sure the model is of each task: the posterior probability of each task's most
-    probable class, as a histogram stacked by that class, tasks on a log scale (a mass near 1
-    means confident answers; tasks near 1/K are coin flips).
+    probable class, as a histogram of tasks (a linear count, stacked by the answer, each bar
+    labelled with its count so that a few tasks still show at any size). A mass near 1 means
+    confident answers; tasks near 1/K are coin flips.
 
     Returns
     -------
@@ -197,16 +209,21 @@ def class_probabilities(model):
         bins=bins,
         stacked=True,
         color=[color(c) for c in range(k)],
-        label=[f"answer {c} ({len(s)} tasks)" for c, s in zip(probas.columns, stacks, strict=True)],
+        label=[
+            f"answer {c} ({len(s):,} tasks)" for c, s in zip(probas.columns, stacks, strict=True)
+        ],
     )
+    totals, _ = np.histogram(top, bins=bins)
+    label_bars(ax, (bins[:-1] + bins[1:]) / 2, totals)
+    ax.set_xlim(bins[0] - 0.01, 1.01)
     ax.set_xlabel("posterior probability of the task's answer")
-    log_axis(ax, "y")
-    ax.set_ylabel("tasks (log scale)")
+    count_axis(ax, totals.max())
+    ax.set_ylabel("tasks")
     ax.legend(frameon=False, loc="upper left")
     unsure = int((top < 0.9).sum())
     ax.set_title(
-        f"Posterior class probabilities: {len(top)} tasks, mean {top.mean():.3f}, "
-        f"{unsure} below 0.9"
+        f"Posterior class probabilities: {len(top):,} tasks, mean {top.mean():.3f}, "
+        f"{unsure:,} below 0.9"
     )
     return figure
 
@@ -266,7 +283,9 @@ def calibration(model, gold: pd.Series, *, n_bins: int = 10):
     low = 1 / model.probas_.shape[1]
     ax.plot([low, 1], [low, 1], "--", color="grey", lw=1, label="perfectly calibrated")
     sizes = 20 + 280 * table["tasks"] / table["tasks"].max()
-    ax.scatter(table["confidence"], table["accuracy"], s=sizes, color=color(0), alpha=0.8)
+    ax.scatter(
+        table["confidence"], table["accuracy"], s=sizes, color=color(0), alpha=0.8, clip_on=False
+    )
     ax.plot(table["confidence"], table["accuracy"], color=color(0), lw=1)
     for _, row in table.iterrows():
         ax.annotate(
@@ -275,18 +294,21 @@ def calibration(model, gold: pd.Series, *, n_bins: int = 10):
             textcoords="offset points",
             xytext=(6, -10),
             fontsize=7,
+            annotation_clip=False,
         )
-    ax.set_xlim(low - 0.02, 1.02)
-    ax.set_ylim(-0.02, 1.02)
+    ax.set_xlim(low - 0.05, 1.06)
+    ax.set_ylim(-0.05, 1.08)
     ax.set_xlabel("mean probability of the answer")
     ax.set_ylabel("share of answers that are right")
     ax.legend(frameon=False, loc="upper left")
     ax.grid(alpha=0.3)
     width = table["high"] - table["low"]
     counts.bar(table["low"], table["tasks"], width=width, align="edge", color=color(4))
-    log_axis(counts, "y")
+    label_bars(counts, table["low"] + width / 2, table["tasks"].to_numpy())
+    counts.set_xlim(low - 0.02, 1.02)
+    count_axis(counts, table["tasks"].max())
     counts.set_xlabel("probability of the answer")
-    counts.set_ylabel("gold tasks (log scale)")
+    counts.set_ylabel("gold tasks")
     ece = expected_calibration_error(table)
     figure.suptitle(
         f"Calibration on {int(table['tasks'].sum())} gold tasks: expected calibration error "
@@ -297,8 +319,9 @@ def calibration(model, gold: pd.Series, *, n_bins: int = 10):
 
 @styled
 def label_counts(labels):
-    """The data: how many labels each task got and how many each worker gave (histograms,
-    log scale for workers, whose counts usually span orders of magnitude).
+    """The data: how many labels each task got and how many each worker gave (histograms of
+    linear counts; the workers' numbers of labels on a log scale, as they usually span orders
+    of magnitude).
 
     Parameters
     ----------
@@ -311,16 +334,16 @@ def label_counts(labels):
     per_task = np.bincount(labels.task_codes, minlength=labels.n_tasks)
     per_worker = np.bincount(labels.worker_codes, minlength=labels.n_workers)
     figure, (tasks, workers) = new_figure(7.6, 2.8, ncols=2)
-    top = int(per_task.max())
-    edges = np.arange(0.5, top + 1.5) if top <= 40 else np.linspace(0.5, top + 0.5, 41)
-    tasks.hist(per_task, bins=edges, color=color(0))
+    heights, _, _ = tasks.hist(per_task, bins=count_bins(per_task), color=color(0))
+    count_axis(tasks, heights.max())
+    spread_axis(tasks, per_task)
     tasks.set_xlabel("labels per task")
     tasks.set_ylabel("tasks")
     tasks.set_title(f"{labels.n_tasks:,} tasks: median {np.median(per_task):g} labels", fontsize=9)
-    high = max(int(per_worker.max()), 2)
-    workers.hist(per_worker, bins=np.geomspace(1, high + 1, 30), color=color(1))
-    log_axis(workers)
-    workers.set_xlabel("labels per worker (log scale)")
+    heights, _, _ = workers.hist(per_worker, bins=count_bins(per_worker), color=color(1))
+    count_axis(workers, heights.max())
+    log = spread_axis(workers, per_worker)
+    workers.set_xlabel("labels per worker" + (" (log scale)" if log else ""))
     workers.set_ylabel("workers")
     workers.set_title(
         f"{labels.n_workers:,} workers: median {np.median(per_worker):g} labels", fontsize=9
