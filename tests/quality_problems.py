@@ -309,6 +309,7 @@ PROBLEM_OF = {
     "BayesianDawidSkene": labels_rte,
     "CommunityDawidSkene": labels_rte,
     "HierarchicalAnnotation": labels_rte,
+    "AutoLabelModel": labels_rte,
     "GLAD": labels_rte,
     "MACE": labels_rte,
     "MMSR": labels_rte,

@@ -490,6 +490,7 @@ FLOORS = {
     "BayesianDawidSkene": ("accuracy", 0.92),
     "CommunityDawidSkene": ("accuracy", 0.92),
     "HierarchicalAnnotation": ("accuracy", 0.92),
+    "AutoLabelModel": ("accuracy", 0.92),
     "GLAD": ("accuracy", 0.92),
     "MACE": ("accuracy", 0.92),
     "MMSR": ("accuracy", 0.92),

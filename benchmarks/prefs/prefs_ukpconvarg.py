@@ -16,8 +16,11 @@ fold Kendall τ and Pearson r between the predicted utilities and the gold ranki
 Usage (from the repository root, CROWDBAYES_DATA pointing at ``../shared/data``)::
 
     nice -n 19 .venv/bin/python benchmarks/prefs/prefs_ukpconvarg.py [--variant strict]
-        [--model gppl|crowdgppl] [--folds 32] [--inducing 200] [--components 20]
-        [--batch-size 1000] [--max-iter 1000] [--tol TOL] [--output PATH]
+        [--model gppl|crowdgppl] [--folds 32 | --fold-numbers 1,14,21] [--inducing 200]
+        [--components 20] [--batch-size 1000] [--max-iter 1000] [--tol TOL] [--output PATH]
+
+``--fold-numbers`` runs only the listed folds (1-based, in the order the full run prints
+them) with the seeds the full run gives them, so a few folds reproduce the full run's rows.
 
 Without ``--output`` the report goes to the temporary folder; committed results are written
 only when the path is given explicitly.
@@ -114,11 +117,42 @@ def run_fold(data, gold: pd.DataFrame, features: pd.DataFrame, topic: str, args,
     }
 
 
+def _fold_numbers(text: str) -> list[int]:
+    """``--fold-numbers``: comma-separated positive integers."""
+    try:
+        numbers = [int(part) for part in text.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"--fold-numbers takes comma-separated fold numbers such as 1,14,21; got {text!r}"
+        ) from None
+    if not numbers or min(numbers) < 1 or len(set(numbers)) != len(numbers):
+        raise argparse.ArgumentTypeError(
+            f"--fold-numbers takes distinct fold numbers from 1; got {text!r}"
+        )
+    return numbers
+
+
+def _chosen_folds(args: argparse.Namespace, n_topics: int) -> list[int]:
+    """0-based indices of the folds to run: ``--fold-numbers`` or the first ``--folds``."""
+    if args.fold_numbers is None:
+        return list(range(min(args.folds, n_topics)))
+    too_large = [n for n in args.fold_numbers if n > n_topics]
+    if too_large:
+        raise SystemExit(f"--fold-numbers: {too_large} beyond the {n_topics} folds of this set")
+    return [n - 1 for n in args.fold_numbers]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--variant", choices=["strict", "crowdsample"], default="strict")
     parser.add_argument("--model", choices=["gppl", "crowdgppl"], default="gppl")
     parser.add_argument("--folds", type=int, default=32, help="first N folds (for quick runs)")
+    parser.add_argument(
+        "--fold-numbers",
+        type=_fold_numbers,
+        default=None,
+        help="only these folds, 1-based as printed (e.g. 1,14,21); seeds as in the full run",
+    )
     parser.add_argument("--inducing", type=int, default=200)
     parser.add_argument("--batch-size", type=int, default=1000)
     parser.add_argument("--components", type=int, default=20)
@@ -136,12 +170,14 @@ def main() -> None:
     # consensus is scored on the gold (UKPConvArgStrict) pairs of the held-out fold, as in
     # the papers; crowd labels are used only for training and the personal predictions
     gold = data.pairs if args.variant == "strict" else load_ukpconvarg("strict").pairs
+    chosen = _chosen_folds(args, len(data.topics))
     rows = []
-    for k, topic in enumerate(data.topics[: args.folds]):
+    for k in chosen:
+        topic = data.topics[k]
         row = run_fold(data, gold, features, topic, args, args.seed + k)
         rows.append(row)
         print(
-            f"{k + 1:2d}/{args.folds} {topic[:50]:50s} acc {row['accuracy']:.3f} "
+            f"{k + 1:2d}/{len(data.topics)} {topic[:50]:50s} acc {row['accuracy']:.3f} "
             f"cee {row['cee']:.3f} tau {row['kendall_tau']:.3f} {row['seconds']:.1f}s "
             f"(cpu {row['cpu_seconds']:.1f}s, {row['n_iter']} it)",
             flush=True,
@@ -158,6 +194,7 @@ def main() -> None:
         f"{args.lengthscale}, max_iter {args.max_iter}, tol {args.tol or 'default'}, "
         f"seed {args.seed}"
         + (f", components {args.components}" if args.model == "crowdgppl" else "")
+        + (f", folds {','.join(map(str, args.fold_numbers))} only" if args.fold_numbers else "")
     )
     lines = [
         "| metric | pooled over pairs | mean over folds |",
@@ -184,7 +221,8 @@ def main() -> None:
         "Per fold:",
         "",
         markdown_table(
-            table.drop(columns=["cee_sum", "correct", "personal_correct"], errors="ignore")
+            table.drop(columns=["cee_sum", "correct", "personal_correct"], errors="ignore"),
+            index=False,
         ),
     ]
     output = args.output or Path(tempfile.gettempdir()) / f"prefs_ukpconvarg_{args.variant}.md"

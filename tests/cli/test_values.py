@@ -49,3 +49,29 @@ def test_text_in_the_value_column_is_one_line_naming_the_file(tmp_path, capsys):
     assert f"values ({path}): column 'worker' has 160 value(s) that are not numbers" in err
     assert main(["values", "fit", str(path)]) == 2
     assert "column 'value' is missing" in capsys.readouterr().err
+
+
+def test_bounds_are_found_declared_or_refused(tmp_path, capsys):
+    """``--bounds``: found from a pile of answers at the scale's end (auto), declared, turned
+    off, or refused in one line when LOW is not below HIGH."""
+    rng = np.random.default_rng(1)
+    rows = []
+    for t in range(60):
+        truth = rng.uniform(0, 100)
+        for w in range(5):
+            lazy = rng.random() < 0.3
+            rows.append(
+                (f"t{t}", f"w{w}", 0.0 if lazy else min(100, max(0, truth + rng.normal(0, 8))))
+            )
+    path = tmp_path / "scores.csv"
+    pd.DataFrame(rows, columns=["task", "worker", "value"]).to_csv(path, index=False)
+    out = tmp_path / "tasks.csv"
+    assert main(["values", "fit", str(path), "-o", str(out), "--no-progress"]) == 0
+    assert "scale       answers at 0" in capsys.readouterr().out
+    for bounds in ("0,100", "none"):
+        code = main(["values", "fit", str(path), "-o", str(out), "--force", "--bounds", bounds])
+        assert code == 0
+        printed = capsys.readouterr().out
+        assert ("scale       answers at 0 and 100" in printed) == (bounds == "0,100")
+    assert main(["values", "fit", str(path), "-o", str(out), "--force", "--bounds", "5,1"]) == 2
+    assert "--bounds must be auto, none or LOW,HIGH" in capsys.readouterr().err
