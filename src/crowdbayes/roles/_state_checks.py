@@ -340,13 +340,18 @@ def _check_items(model: Any) -> None:
 
 
 def _check_predicts(model: Any) -> None:
-    """The model predicts for two of its items (what the arrays of the model-specific
-    posterior — kernels, inducing points, per-worker factors — are read by)."""
+    """The model predicts for every one of its items, each paired with the next (what the
+    arrays of the model-specific posterior — item features, kernels, inducing points,
+    per-worker factors — are read by: a file whose arrays disagree on the number of items
+    fails here, not at the user's first prediction)."""
     ids = model.item_ids_
     if len(ids) >= 2:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            probability = model.predict_proba(ids[:1], ids[1:2])
+            try:
+                probability = model.predict_proba(ids[:-1], ids[1:])
+            except (IndexError, KeyError) as err:
+                raise _Refused(f"its arrays disagree on the items ({type(err).__name__})") from None
         _probabilities("the predicted probability", np.asarray(probability), False)
 
 
