@@ -182,6 +182,21 @@ def add_normalize_option(parser: Parser) -> None:
     )
 
 
+def add_answer_columns(parser: Parser, answer: str, example: str) -> None:
+    """The columns of a long table of judgments: ``--no-normalize``, ``--task-column``,
+    ``--worker-column`` and ``--<answer>-column`` (also the answer field of an export, e.g.
+    ``OUTPUT:result``: ``example``)."""
+    add_normalize_option(parser)
+    parser.add_argument("--task-column", default="task")
+    parser.add_argument("--worker-column", default="worker")
+    parser.add_argument(
+        f"--{answer}-column",
+        default=answer,
+        help=f"the column of {answer}s (default {answer}); for an export, the answer field to "
+        f"read (the export's own name, e.g. {example})",
+    )
+
+
 def add_features_option(parser: Parser, help: str) -> None:
     """``--features`` (the old spelling ``--items`` kept for a release) and its id column."""
     parser.add_argument("--features", help=help)

@@ -14,7 +14,7 @@ from ._models import (
     positive_float,
     positive_int,
 )
-from ._parser import Parser, add_deprecated, add_normalize_option
+from ._parser import Parser, add_answer_columns, add_deprecated
 from ._record import Family, Inputs, NextVerb
 from .convert import add_format_option
 
@@ -76,15 +76,7 @@ def add_input_options(parser: Parser) -> None:
         help='classes to merge before fitting, e.g. "Dog=dog,dgo=dog" (near-duplicate classes '
         "are warned about, never merged unless named here)",
     )
-    add_normalize_option(parser)
-    parser.add_argument("--task-column", default="task")
-    parser.add_argument("--worker-column", default="worker")
-    parser.add_argument(
-        "--label-column",
-        default="label",
-        help="the column of labels (default label); for an export, the answer field to read "
-        "(the export's own name, e.g. OUTPUT:result)",
-    )
+    add_answer_columns(parser, "label", "OUTPUT:result")
     add_format_option(parser, "Label Studio, Toloka, MTurk, Prolific, Argilla, wide")
     parser.add_argument("--duplicates", choices=["keep", "drop", "error"], default="keep")
     parser.add_argument(

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 
 from ._models import TABLES, ModelTable, Option, positive_float, positive_int
-from ._parser import Parser, add_normalize_option
+from ._parser import Parser, add_answer_columns
 from ._record import Family, Inputs
 from .convert import add_format_option
 
@@ -50,15 +50,7 @@ def _read_bounds(text: str):
 
 
 def add_input_options(parser: Parser) -> None:
-    add_normalize_option(parser)
-    parser.add_argument("--task-column", default="task")
-    parser.add_argument("--worker-column", default="worker")
-    parser.add_argument(
-        "--value-column",
-        default="value",
-        help="the column of values (default value); for an export, the answer field to read "
-        "(the export's own name, e.g. OUTPUT:price)",
-    )
+    add_answer_columns(parser, "value", "OUTPUT:price")
     add_format_option(parser, "Label Studio rating/number, Toloka, MTurk, Prolific, Argilla")
     parser.add_argument("--duplicates", choices=["keep", "drop", "error"], default="keep")
     parser.add_argument(
