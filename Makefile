@@ -37,14 +37,18 @@ docs: $(STAMP)
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
 
 THREADS := OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1
+# test processes (pytest-xdist); each test file runs whole in one process, so its fixtures
+# (a Dask cluster, a fitted model) are built once
+WORKERS ?= 2
+PARALLEL := -n $(WORKERS) --dist loadfile
 
 # everything (CI)
 test: lint docs
-	$(THREADS) $(BIN)/python -m pytest -q
+	$(THREADS) $(BIN)/python -m pytest -q $(PARALLEL)
 
 # everything but the tests marked slow (real data, long fits): a couple of minutes
 test-fast: lint
-	$(THREADS) $(BIN)/python -m pytest -q -m "not slow"
+	$(THREADS) $(BIN)/python -m pytest -q $(PARALLEL) -m "not slow"
 
 clean:
 	rm -rf $(VENV) build src/*.egg-info .pytest_cache
