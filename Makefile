@@ -8,8 +8,10 @@ TORCH_VERSION ?= 2.13.0
 
 .PHONY: demo test test-fast lint docs install clean
 
-# setup.py builds the C kernel (src/crowdbayes/annotators/_confusion_kernel.c) in place
-$(STAMP): pyproject.toml setup.py src/crowdbayes/annotators/_confusion_kernel.c
+# setup.py builds the C kernels (annotators/_confusion_kernel.c, plackett_luce/_pair_kernel.c)
+# in place
+$(STAMP): pyproject.toml setup.py src/crowdbayes/annotators/_confusion_kernel.c \
+		src/crowdbayes/models/plackett_luce/_pair_kernel.c
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	# torch first, pinned: its CPU wheel; any other torch requirement pulls CUDA packages

@@ -1,8 +1,10 @@
-"""The one compiled piece of crowdbayes: the fused E+M pass of the confusion-matrix label models
-(src/crowdbayes/annotators/_confusion_kernel.c). Everything else is in pyproject.toml.
+"""The compiled pieces of crowdbayes: the fused E+M pass of the confusion-matrix label models
+(src/crowdbayes/annotators/_confusion_kernel.c) and the pairwise MM sums of PlackettLuceMM
+(src/crowdbayes/models/plackett_luce/_pair_kernel.c). Everything else is in pyproject.toml.
 
-The extension is optional: without a C compiler the install goes on without it, and
-``crowdbayes.annotators.confusion_pass`` falls back to the numpy code (same results, slower).
+The extensions are optional: without a C compiler the install goes on without them, and
+``crowdbayes.annotators.confusion_pass`` and ``crowdbayes.models.plackett_luce._set_sums`` fall
+back to the numpy code (same results to rounding, slower).
 """
 
 from setuptools import Extension, setup
@@ -15,6 +17,12 @@ setup(
             extra_compile_args=["-O3", "-pthread"],
             extra_link_args=["-pthread"],
             optional=True,
-        )
+        ),
+        Extension(
+            "crowdbayes.models.plackett_luce._pair_kernel",
+            sources=["src/crowdbayes/models/plackett_luce/_pair_kernel.c"],
+            extra_compile_args=["-O3"],
+            optional=True,
+        ),
     ]
 )

@@ -221,6 +221,19 @@ def comparisons_ukp_crowdsample(cls) -> dict:
     return {"spearman": float(np.mean(rhos))}
 
 
+def leaderboard_simulated(cls) -> dict:
+    """Simulated arena battles (40 models of Zipf-like popularity, 20,000 battles, Davidson
+    ties): Spearman correlation of the board's scores with the true scores."""
+    from scipy.stats import spearmanr
+
+    from crowdbayes.models.comparisons import simulate_battles
+
+    sim = simulate_battles(40, 20_000, popularity=1.0, random_state=0)
+    model = default(cls).fit(sim.battles)
+    fitted = model.board_["score"].reindex(sim.scores.index)
+    return {"spearman": float(spearmanr(fitted, sim.scores).statistic)}
+
+
 def communities_simulated(cls) -> dict:
     """Adjusted Rand index between the point partition and the planted communities (60 users,
     30 items, 3 communities, 15 comparisons per user, seed 0)."""
@@ -331,6 +344,7 @@ PROBLEM_OF = {
     "CrowdGPPL": lambda cls: prefs_ukp_fold(cls, "crowdsample"),
     "BradleyTerry": comparisons_ukp_crowdsample,
     "CrowdBT": comparisons_ukp_crowdsample,
+    "Leaderboard": leaderboard_simulated,
     "CommunityPreferences": communities_simulated,
     "LinkClustering": cluster_links_pinwheel,
     "SCDC": cluster_deep_pinwheel,

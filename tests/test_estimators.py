@@ -44,6 +44,8 @@ CrowdGPPL                   UKPConvArg fold 1 (CrowdSample labels)   0.840      
 BradleyTerry                UKPConvArgCrowdSample, Spearman with     0.877       0.86
                             the gold rank within topics (mean)
 CrowdBT                     UKPConvArgCrowdSample                    0.875       0.86
+Leaderboard                 simulated battles (40 models, Zipf-like  0.985       0.97
+                            popularity), Spearman with the truth
 CommunityPreferences        simulated communities, ARI               0.879       0.80
 LinkClustering              pinwheel links, NMI on linked points     0.877       0.80
 SCDC                        pinwheel, accuracy on all points         0.698       0.65
@@ -99,6 +101,7 @@ EXPECTED = {
     "CrowdGPPL",
     "BradleyTerry",
     "CrowdBT",
+    "Leaderboard",
     "CommunityPreferences",
     "LinkClustering",
     "SCDC",
@@ -512,6 +515,7 @@ FLOORS = {
     "CrowdGPPL": ("accuracy", 0.80),
     "BradleyTerry": ("spearman", 0.86),
     "CrowdBT": ("spearman", 0.86),
+    "Leaderboard": ("spearman", 0.97),
     "CommunityPreferences": ("ari", 0.80),
     "LinkClustering": ("nmi", 0.80),
     "SCDC": ("accuracy", 0.65),

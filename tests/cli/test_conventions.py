@@ -51,6 +51,8 @@ def files(tmp_path_factory):
         }
     )
     pairs["label"] = np.where(wins, pairs["left"], pairs["right"])
+    battles = pairs[["left", "right"]].set_axis(["model_a", "model_b"], axis=1)
+    battles["winner"] = np.where(wins, "model_a", "model_b")
     groups = np.repeat(np.arange(2), 8)
     a, b = rng.integers(16, size=(2, 120))
     keep = a != b
@@ -70,12 +72,15 @@ def files(tmp_path_factory):
         "pairs": pairs,
         "candidates": pairs[["left", "right"]].head(5),
         "links": links,
+        "battles": battles,
+        "battle_pairs": battles[["model_a", "model_b"]].head(5),
     }.items():
         paths[name] = folder / f"{name}.csv"
         table.to_csv(paths[name], index=False)
     for family, command in {
         "rank": ["rank", "fit", paths["pairs"], "--pairs-input", "--model", "pl-mm"],
         "prefs": ["prefs", "fit", paths["pairs"], "--model", "bt"],
+        "leaderboard": ["leaderboard", "fit", paths["battles"]],
     }.items():
         paths[f"{family}_model"] = folder / f"{family}.npz"
         words = [*map(str, command), "--save-model", str(paths[f"{family}_model"]), "-q"]
@@ -88,6 +93,11 @@ def files(tmp_path_factory):
 VERBS = {
     "labels fit": (["labels", "fit", "{labels}", "--model", "ds"], "label", True),
     "labels next": (["labels", "next", "{labels}", "--model", "ds", "--n", "3"], "score", False),
+    "labels audit": (
+        ["labels", "audit", "{labels}", "--model", "ds", "--n", "3"],
+        "inclusion_probability",
+        False,
+    ),
     "values fit": (["values", "fit", "{values}", "--max-iter", "5000"], "mean", True),
     "rank fit": (["rank", "fit", "{pairs}", "--pairs-input", "--model", "pl-mm"], "p_top_k", True),
     "rank predict": (
@@ -103,6 +113,12 @@ VERBS = {
     ),
     "prefs next": (["prefs", "next", "{pairs}", "--model", "bt", "--n", "3"], "score", False),
     "cluster fit": (["cluster", "fit", "{links}", "--clusters", "3"], "cluster", True),
+    "leaderboard fit": (["leaderboard", "fit", "{battles}"], "score", True),
+    "leaderboard predict": (
+        ["leaderboard", "predict", "{leaderboard_model}", "--pairs", "{battle_pairs}"],
+        "p_a_wins",
+        False,
+    ),
 }
 #: the report of every family with one (the HTML page instead of a table)
 REPORTS = {
@@ -110,6 +126,7 @@ REPORTS = {
     "report rank": ["report", "rank", "{pairs}", "--pairs-input", "--model", "pl-mm"],
     "report prefs": ["report", "prefs", "{pairs}", "--model", "bt"],
     "report cluster": ["report", "cluster", "{links}", "--clusters", "3"],
+    "report leaderboard": ["report", "leaderboard", "{battles}", "--bootstrap", "50"],
 }
 
 

@@ -134,6 +134,8 @@ def test_every_output_option_is_declared_and_can_be_forced():
     # every command that writes files declares them (and so gets --force)
     assert {
         ("labels", "fit"),
+        ("labels", "audit"),
+        ("labels", "accuracy"),
         ("labels", "next"),
         ("values", "fit"),
         ("rank", "fit"),
@@ -142,11 +144,14 @@ def test_every_output_option_is_declared_and_can_be_forced():
         ("prefs", "predict"),
         ("prefs", "next"),
         ("prefs", "communities"),
+        ("leaderboard", "fit"),
+        ("leaderboard", "predict"),
         ("cluster", "fit"),
         ("convert",),
         ("report", "labels"),
         ("report", "rank"),
         ("report", "prefs"),
+        ("report", "leaderboard"),
         ("report", "cluster"),
     } == commands
 

@@ -21,10 +21,10 @@ def _fit_parser(command: str) -> argparse.ArgumentParser:
 
 
 def test_every_fit_command_has_a_table():
-    assert set(TABLES) == {"labels", "values", "rank", "prefs", "cluster"}
+    assert set(TABLES) == {"labels", "values", "rank", "prefs", "leaderboard", "cluster"}
 
 
-@pytest.mark.parametrize("command", ["labels", "values", "rank", "prefs", "cluster"])
+@pytest.mark.parametrize("command", ["labels", "values", "rank", "prefs", "leaderboard", "cluster"])
 def test_parser_and_help_come_from_the_table(command):
     table = TABLES[command]
     fit = _fit_parser(command)

@@ -37,6 +37,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..data import Labels
+from ..data.labels import LabelBlock
 
 try:
     from . import _confusion_kernel as _kernel
@@ -131,7 +132,7 @@ def _aligned_empty(shape: tuple[int, ...]) -> np.ndarray:
 
 @dataclass(frozen=True)
 class _Layout:
-    """What a pass needs from the count matrix, prepared once per matrix (it never changes)."""
+    """What a pass needs from the count matrix, prepared once per table of labels."""
 
     indptr: np.ndarray  # int64
     indices: np.ndarray  # int32
@@ -141,35 +142,54 @@ class _Layout:
     gold: np.ndarray | None  # int64 gold codes, None when no task has one
 
 
-#: id(count matrix) -> (weak reference to it, its arrays and the gold codes, settings, layout);
-#: an entry goes when its matrix does (sparse matrices are not hashable: no WeakKeyDictionary)
+#: id(labels) -> (weak reference to them, their code arrays and gold codes, settings, layout);
+#: an entry goes when its labels do
 _layouts: dict[int, tuple] = {}
 
 
-def _layout(labels: Labels, stride: int) -> _Layout:
-    matrix = labels.count_matrix
-    arrays = (matrix.indptr, matrix.indices, matrix.data, labels.gold_codes)
+def _rows_from_codes(labels: LabelBlock) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """The count matrix's CSR arrays (indptr, indices, data) straight from the codes, without
+    SciPy, for labels grouped by task with no repeated task–worker pair (the usual table): the
+    row pointers are the cumulated task counts, the columns ``j·K + x`` in the table's order
+    and every count 1 — the arrays :attr:`~crowdbayes.Labels.count_matrix` holds for such
+    labels. None for other labels (or a compacted block), which go through the matrix."""
+    tasks = labels.task_codes
+    if labels.label_codes is None or not labels.pairs_distinct or len(tasks) == 0:
+        return None
+    if labels.n_workers * labels.n_classes >= 2**31 or not bool(np.all(tasks[1:] >= tasks[:-1])):
+        return None
+    indptr = np.zeros(labels.n_tasks + 1, dtype=np.int64)
+    np.cumsum(labels.workers_per_task, out=indptr[1:])  # distinct pairs: a label per worker
+    return indptr, labels.label_columns.astype(np.int32), np.ones(len(tasks))
+
+
+def _layout(labels: LabelBlock, stride: int) -> _Layout:
+    arrays = (labels.task_codes, labels.worker_codes, labels.label_codes, labels.gold_codes)
     settings = (stride, LABELS_PER_CHUNK, MAX_CHUNKS)
-    cached = _layouts.get(id(matrix))
+    cached = _layouts.get(id(labels))
     if (
         cached is not None
-        and cached[0]() is matrix
+        and cached[0]() is labels
         and all(x is y for x, y in zip(cached[1], arrays, strict=True))
         and cached[2] == settings
     ):
         return cached[3]
-    indptr = np.ascontiguousarray(matrix.indptr, dtype=np.int64)
-    data = np.ascontiguousarray(matrix.data, dtype=np.float64)
+    rows = _rows_from_codes(labels)
+    if rows is None:
+        matrix = labels.count_matrix
+        rows = (matrix.indptr, matrix.indices, matrix.data)
+    indptr = np.ascontiguousarray(rows[0], dtype=np.int64)
+    data = np.ascontiguousarray(rows[2], dtype=np.float64)
     layout = _Layout(
         indptr=indptr,
-        indices=np.ascontiguousarray(matrix.indices, dtype=np.int32),  # < n_columns (CSR)
+        indices=np.ascontiguousarray(rows[1], dtype=np.int32),  # < n_columns (CSR)
         data=data,
         unit_counts=bool((data == 1.0).all()),
-        bounds=chunk_bounds(indptr, matrix.shape[1], stride),
+        bounds=chunk_bounds(indptr, labels.n_workers * labels.n_classes, stride),
         gold=np.ascontiguousarray(labels.gold_codes, dtype=np.int64) if labels.has_gold else None,
     )
-    ident = id(matrix)
-    ref = weakref.ref(matrix, lambda _, ident=ident: _layouts.pop(ident, None))
+    ident = id(labels)
+    ref = weakref.ref(labels, lambda _, ident=ident: _layouts.pop(ident, None))
     _layouts[ident] = (ref, arrays, settings, layout)
     return layout
 
@@ -191,8 +211,7 @@ def confusion_pass(
     where the caller holds it (EM's θ itself), which spares the pass an ``exp`` per cell.
     """
     n_workers, n_classes, _ = log_confusion.shape
-    matrix = labels.count_matrix
-    n_tasks, n_columns = matrix.shape
+    n_tasks, n_columns = labels.n_tasks, labels.n_workers * labels.n_classes
     if _kernel is None or n_classes > MAX_CLASSES or n_columns >= 2**31:
         return None
     if n_columns != n_workers * n_classes:

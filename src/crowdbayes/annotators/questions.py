@@ -118,6 +118,8 @@ def held_out_confusion_counts(
     log_prevalence: np.ndarray,
     gold_codes: np.ndarray,
     counted_tasks: np.ndarray,
+    *,
+    pairs_distinct: bool = False,
 ) -> np.ndarray:
     r"""Each worker's labels counted against the task's posterior from the *other* workers'
     labels (module docstring): :math:`N_{jkx}`, shape (workers, K, K).
@@ -140,28 +142,41 @@ def held_out_confusion_counts(
         The tasks labelled by two or more workers or with gold
         (:meth:`~crowdbayes.Labels.cross_checked_tasks`): on the others a label can only agree
         with itself.
+    pairs_distinct : bool
+        No task–worker pair repeats (:attr:`~crowdbayes.Labels.pairs_distinct`): each label is
+        then all of its worker's labels of the task, and the labels need no grouping by pair.
     """
     n_workers, k, _ = log_confusion.shape
     n_tasks = len(gold_codes)
-    own = np.maximum(log_confusion, _LOG_FLOOR)[worker_codes, :, label_codes]  # (n, K)
-    pair, pair_codes = np.unique(task_codes * n_workers + worker_codes, return_inverse=True)
-    pair_codes = pair_codes.ravel()
-    task_log = np.empty((n_tasks, k))
-    pair_log = np.empty((len(pair), k))
+    # own[c, l] = log θ[j_l, c, x_l], (K, n) C-ordered: each class's sums and the softmax's
+    # reductions over the classes run over contiguous memory
+    table = np.maximum(log_confusion, _LOG_FLOOR).transpose(1, 0, 2).reshape(k, -1)
+    own = np.take(table, worker_codes * k + label_codes, axis=1)
+    task_log = np.empty((k, n_tasks))
     for c in range(k):
-        task_log[:, c] = np.bincount(task_codes, weights=own[:, c], minlength=n_tasks)
-        pair_log[:, c] = np.bincount(pair_codes, weights=own[:, c], minlength=len(pair))
-    others = log_prevalence[:, None] + (task_log[task_codes] - pair_log[pair_codes]).T
-    without = softmax_classes(others)[0].T  # (n, K)
+        task_log[c] = np.bincount(task_codes, weights=own[c], minlength=n_tasks)
+    if pairs_distinct:  # each label is its worker's only label of the task
+        pair_log = own
+    else:
+        pair, pair_codes = np.unique(task_codes * n_workers + worker_codes, return_inverse=True)
+        pair_codes = pair_codes.ravel()
+        pair_log = np.empty((k, len(pair)))
+        for c in range(k):
+            pair_log[c] = np.bincount(pair_codes, weights=own[c], minlength=len(pair))
+        pair_log = pair_log[:, pair_codes]
+    others = log_prevalence[:, None] + task_log[:, task_codes] - pair_log
+    without = softmax_classes(others)[0]  # (K, n)
     gold = gold_codes[task_codes]
-    without[gold >= 0] = np.eye(k)[gold[gold >= 0]]
+    known = gold >= 0
+    if known.any():
+        without[:, known] = np.eye(k)[:, gold[known]]
     counted = counted_tasks[task_codes]
     cell = (worker_codes * k) * k + label_codes  # the cell (j, 0, x); + c·K for true class c
+    if not counted.all():
+        cell, without = cell[counted], without[:, counted]
     counts = np.zeros(n_workers * k * k)
     for c in range(k):
-        counts += np.bincount(
-            cell[counted] + c * k, weights=without[counted, c], minlength=n_workers * k * k
-        )
+        counts += np.bincount(cell + c * k, weights=without[c], minlength=n_workers * k * k)
     return counts.reshape(n_workers, k, k)
 
 

@@ -2,6 +2,9 @@
 
     crowdbayes labels fit INPUT [-o TASKS] [--model M] [--workers-out FILE] [--save-model M]
     crowdbayes labels next INPUT --n N [-o NEXT] [--tasks FILE] [--available FILE]
+        [--audit SHEET] [--stop-when changes<X,width<Y]
+    crowdbayes labels audit INPUT --n N [-o SHEET] [--design stratified|uniform]
+    crowdbayes labels accuracy INPUT --audit SHEET [-o ACCURACY]
     crowdbayes values fit INPUT [-o TASKS] [--workers-out FILE] [--save-model M]
     crowdbayes rank fit RANKINGS [--features ITEMS] [-o SCORES] [--save-model M]
     crowdbayes rank predict MODEL --pairs PAIRS [--features ITEMS] [-o P]
@@ -9,8 +12,10 @@
     crowdbayes prefs predict MODEL --pairs PAIRS [-o P]
     crowdbayes prefs next COMPARISONS --n N [-o NEXT]
     crowdbayes prefs communities MODEL [-o WORKERS]
+    crowdbayes leaderboard fit BATTLES [-o BOARD] [--save-model M] [--init-model M --partial]
+    crowdbayes leaderboard predict MODEL --pairs PAIRS [-o P]
     crowdbayes cluster fit LINKS [--features F] [-o ASSIGNMENTS] [--save-model M]
-    crowdbayes report labels|rank|prefs|cluster INPUT ... [-o report.html]
+    crowdbayes report labels|rank|prefs|leaderboard|cluster INPUT ... [-o report.html]
     crowdbayes datasets list
 
 Every family is built from one record (:mod:`._record`), so every verb follows the same
@@ -45,7 +50,7 @@ import traceback
 import warnings
 from collections.abc import Sequence
 
-from . import cluster, convert, datasets, labels, prefs, rank, report, values
+from . import cluster, convert, datasets, labels, leaderboard, prefs, rank, report, values
 from ._common import EXIT_ERROR, EXIT_FAILURE, CommandError
 from ._messages import error_line, is_corrupt_data, printable, to_flags
 from ._models import check_integers
@@ -55,10 +60,11 @@ from ._signals import Terminated, exit_status, interrupts_as_exceptions
 
 __all__ = ["main", "CommandError", "EXIT_ERROR", "EXIT_FAILURE"]
 
-_FAMILIES = (labels, values, rank, prefs, cluster, report, datasets, convert)
+_FAMILIES = (labels, values, rank, prefs, leaderboard, cluster, report, datasets, convert)
 
 _EPILOG = """exit status: 0 success, 1 failure while running, 2 bad usage or bad input,
-130/143 interrupted (no output file left behind)"""
+3 a `next --stop-when` rule met (no questions written), 130/143 interrupted (no output file
+left behind)"""
 
 
 @functools.lru_cache(maxsize=1)
@@ -138,7 +144,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             args = _parse(argv)
             deprecation_notes(args)
             check_outputs(args)
-            args.handler(args)
+            status = args.handler(args)  # `next --stop-when` returns EXIT_STOP
         except (KeyboardInterrupt, Terminated) as stop:
             from .._atomic import written_before
 
@@ -155,7 +161,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 traceback.print_exception(err)
             print(f"crowdbayes: error: {error_line(err, args)}", file=sys.stderr)
             return _exit_code(err)
-    return 0
+    return status if isinstance(status, int) else 0
 
 
 if __name__ == "__main__":  # pragma: no cover

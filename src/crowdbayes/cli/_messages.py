@@ -111,6 +111,7 @@ _INPUTS = {
     "rankings": ("input",),
     "pairs": ("pairs", "input"),
     "comparisons": ("input",),
+    "battles": ("input",),
     "links": ("input",),
     "items": ("features",),
     "workers": ("worker_features",),

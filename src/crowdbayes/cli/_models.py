@@ -260,6 +260,21 @@ def non_negative_float(flag: str) -> Callable[[str], float]:
     return read
 
 
+def open_unit(flag: str) -> Callable[[str], float]:
+    """A number strictly between 0 and 1 (a level, a confidence)."""
+
+    def read(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            value = float("nan")
+        if not 0 < value < 1:
+            raise CommandError(f"{flag} must lie between 0 and 1; got {text!r}")
+        return value
+
+    return read
+
+
 def layer_widths(flag: str) -> Callable[[str], tuple[int, ...]]:
     """Comma-separated widths of hidden layers, e.g. ``500,500``."""
 
@@ -281,7 +296,7 @@ def layer_widths(flag: str) -> Callable[[str], tuple[int, ...]]:
 #: filled by the command modules
 TABLES: dict[str, ModelTable] = {}
 #: the order of the docs' tables
-_README_ORDER = ("labels", "values", "rank", "prefs", "cluster")
+_README_ORDER = ("labels", "values", "rank", "prefs", "leaderboard", "cluster")
 
 
 def readme_tables() -> str:

@@ -12,6 +12,8 @@ same verbs, with the same flags and the same conventions, for every family:
   per-worker results; ``--seed``; the model table's ``--model`` and options;
 - ``<family> predict MODEL`` (families with predictions) — ``-o`` as above;
 - ``<family> next INPUT --n N`` (families whose models suggest questions) — ``-o`` as above;
+  a family's stop rule (``labels next --stop-when``) ends a collection loop: when it is met
+  the command writes no questions and exits with :data:`EXIT_STOP`;
 - ``report <family> INPUT`` — the fit's inputs and options, ``-o`` for the HTML page;
 
 and every command takes ``--progress/--no-progress`` and ``--quiet``. The command line's
@@ -36,12 +38,13 @@ from pathlib import Path
 from typing import Any
 
 from ._common import CommandError, show_progress
-from ._models import ModelTable, positive_int
+from ._models import ModelTable, open_unit, positive_int
 from ._outputs import add_output
 from ._parser import Parser, add_common_options, add_deprecated
 from ._safety import safe_for_spreadsheets, terminal_safe
 
 __all__ = [
+    "EXIT_STOP",
     "Family",
     "Inputs",
     "NextVerb",
@@ -53,6 +56,9 @@ __all__ = [
     "write_outputs",
     "write_results",
 ]
+
+#: exit status of ``<family> next`` when its stop rule is met (no questions written)
+EXIT_STOP = 3
 
 #: optional packages and the extra that installs them
 _EXTRAS = {"torch": "deep", "dask": "dask", "matplotlib": "plot", "pyarrow": "parquet"}
@@ -79,16 +85,23 @@ class PredictVerb:
     predict: Callable[[Any, argparse.Namespace], Any]
 
 
+#: a family's stop rule of ``next``: ``(model, inputs, questions, args) -> (lines, met)``
+StopRule = Callable[[Any, Inputs, Any, argparse.Namespace], tuple[list[str], "str | None"]]
+
+
 @dataclass(frozen=True)
 class NextVerb:
     """``<family> next INPUT --n N``: its options, the candidates and workers it offers
-    ``suggest``, how it names the columns, and its summary."""
+    ``suggest``, how it names the columns, its summary, and (optionally) its stop rule:
+    ``stop(model, inputs, questions, args) -> (lines, met)``, the lines it reports and, when
+    the rule is met, the message that ends the collection instead of writing questions."""
 
     help: str
     add_options: Callable[[Parser], None]
     questions: Callable[[Any, Inputs, argparse.Namespace], tuple[Any, Any]]
     table: Callable[[Any, argparse.Namespace], Any]
     summary: Callable[[Any, Inputs, Any, argparse.Namespace], list[str]]
+    stop: StopRule | None = None
 
 
 def _fit_model(model, inputs: Inputs, args: argparse.Namespace):
@@ -300,8 +313,9 @@ class Family:
         return model
 
     # ------------------------------------------------------------------ next
-    def run_next(self, args: argparse.Namespace) -> None:
-        """``<family> next``: fit the model, then write the questions it suggests."""
+    def run_next(self, args: argparse.Namespace) -> int:
+        """``<family> next``: fit the model, then write the questions it suggests — or, when
+        the family's stop rule is met, write nothing and return :data:`EXIT_STOP`."""
         n = positive_int("--n")(args.n)
         confidence = _confidence(args.confidence)
         model = self.make_model(args)
@@ -330,9 +344,16 @@ class Family:
         if len(questions) == 0:
             decided = "" if confidence is None else f" at --confidence {args.confidence}"
             raise CommandError(f"nothing left to ask: every candidate is decided{decided}")
+        stop_lines, met = [], None
+        if self.next.stop is not None:
+            stop_lines, met = self.next.stop(model, inputs, questions, args)
+        if met is not None:
+            say(args, [*stop_lines, met])
+            return EXIT_STOP
         table = self.next.table(questions, args)
         write_results(args, table, index=False)
-        say(args, self.next.summary(model, inputs, table, args))
+        say(args, [*self.next.summary(model, inputs, table, args), *stop_lines])
+        return 0
 
 
 def _named_workers(table, args: argparse.Namespace):
@@ -354,15 +375,7 @@ def _missing_package(what: str, err: ImportError) -> str:
 
 
 def _confidence(text: str | None) -> float | None:
-    if text is None:
-        return None
-    try:
-        value = float(text)
-    except ValueError:
-        value = float("nan")
-    if not 0 < value < 1:
-        raise CommandError(f"--confidence must lie between 0 and 1; got {text!r}")
-    return value
+    return None if text is None else open_unit("--confidence")(text)
 
 
 # ---------------------------------------------------------------------------- output

@@ -1,5 +1,11 @@
-"""``crowdbayes labels fit|next``: class labels from many workers (the record of the labels
-family; the Dask backend of ``fit`` is :mod:`.labels_dask`)."""
+"""``crowdbayes labels fit|next|audit|accuracy``: class labels from many workers (the record of
+the labels family; the Dask backend of ``fit`` is :mod:`.labels_dask`).
+
+``audit`` draws the tasks an expert should check (a design with exact inclusion probabilities)
+and ``accuracy`` turns the checked audit into the accuracy of the current answers over all
+tasks with a 90% interval (:mod:`crowdbayes.metrics.audit`); ``next --stop-when`` ends a
+collection loop on the expected answer changes or on that interval's width (exit status
+:data:`~._record.EXIT_STOP`)."""
 
 from __future__ import annotations
 
@@ -11,14 +17,24 @@ from ._models import (
     ModelTable,
     Option,
     non_negative_int,
+    open_unit,
     positive_float,
     positive_int,
 )
+from ._outputs import add_output
 from ._parser import Parser, add_answer_columns, add_deprecated
-from ._record import Family, Inputs, NextVerb
+from ._record import (
+    EXIT_STOP,
+    Family,
+    Inputs,
+    NextVerb,
+    add_escape_formulas,
+    say,
+    write_results,
+)
 from .convert import add_format_option
 
-__all__ = ["FAMILY", "LABELS", "QUESTION_STRATEGIES", "register"]
+__all__ = ["FAMILY", "LABELS", "QUESTION_STRATEGIES", "STOP_RULES", "register"]
 
 #: the strategies of ``labels next`` (a test checks them against the label models')
 QUESTION_STRATEGIES = ("information", "accuracy", "uncertainty", "random")
@@ -151,6 +167,49 @@ def add_next_options(parser: Parser) -> None:
         choices=["auto", *QUESTION_STRATEGIES],
         help="how to value a question (default auto: information)",
     )
+    parser.add_argument(
+        "--audit",
+        help="a checked audit (`labels audit`, its label column filled in): report the "
+        "accuracy of the current answers with its 90%% interval",
+    )
+    parser.add_argument(
+        "--stop-when",
+        metavar="RULE[,RULE]",
+        type=parse_stop_rules,
+        help="end a collection loop: changes<X (the suggested labels are expected to change "
+        "fewer than X answers per 100 labels) or width<Y (the 90%% accuracy interval of "
+        f"--audit is narrower than Y); when any is met, no questions are written and the exit "
+        f"status is {EXIT_STOP}",
+    )
+
+
+#: the designs of ``labels audit`` (a test checks them against
+#: :data:`crowdbayes.metrics.audit.AUDIT_DESIGNS`; the parser imports no numerical library)
+AUDIT_DESIGNS = ("stratified", "uniform")
+
+#: the quantities ``labels next --stop-when`` compares: name -> what it is
+STOP_RULES = {
+    "changes": "expected answer changes per 100 suggested labels",
+    "width": "width of the 90% accuracy interval of --audit",
+}
+
+
+def parse_stop_rules(text: str) -> list[tuple[str, float]]:
+    """``changes<1.5,width<0.04`` as ``[("changes", 1.5), ("width", 0.04)]`` (for argparse:
+    a wrong rule is bad usage)."""
+    rules = []
+    for part in text.split(","):
+        name, sep, value = part.strip().partition("<")
+        try:
+            threshold = float(value)
+        except ValueError:
+            threshold = float("nan")
+        if not sep or name.strip() not in STOP_RULES or not threshold > 0:
+            raise argparse.ArgumentTypeError(
+                f"a rule is changes<X or width<Y with a positive number; got {part.strip()!r}"
+            )
+        rules.append((name.strip(), threshold))
+    return rules
 
 
 # ------------------------------------------------------------------------------ reading
@@ -199,6 +258,7 @@ def read(args: argparse.Namespace, model) -> Inputs:
     eval_gold = _without_clamped(eval_gold, labels)
     report, extra = export_inputs(export)
     features = None
+    audit = _audit_option(args, labels)
     if args.features is not None:
         from ..data.features import read_features
 
@@ -207,8 +267,18 @@ def read(args: argparse.Namespace, model) -> Inputs:
         labels,
         source,
         report={"eval_gold": eval_gold, **report},
-        extra={"eval_gold": eval_gold, "features": features, **extra},
+        extra={"eval_gold": eval_gold, "features": features, "audit": audit, **extra},
     )
+
+
+def _audit_option(args: argparse.Namespace, labels):
+    """The checked audit of ``--audit`` (``next``, ``accuracy``), read and checked against the
+    labels before any fit; ``--stop-when width<Y`` refused without it."""
+    path = getattr(args, "audit", None)
+    rules = getattr(args, "stop_when", None) or []
+    if path is None and any(name == "width" for name, _ in rules):
+        raise CommandError("--stop-when width<Y needs --audit FILE (a checked audit)")
+    return None if path is None else read_audit(path, labels)
 
 
 def _export_gold(export, path: str | None):
@@ -369,8 +439,8 @@ def _choice_lines(model) -> list[str]:
         return [f"choice      {model.choice_} (too few labels per task to compare models)"]
     scores = ", ".join(f"{name} {score:.3f}" for name, score in model.scores_["score"].items())
     return [
-        f"choice      {model.choice_}; held-out label log-likelihood per label (higher is "
-        f"better): {scores}"
+        f"choice      {model.choice_}; held-out task-information gain per label (nats, higher "
+        f"is better; majority vote unless beaten beyond noise): {scores}"
     ]
 
 
@@ -489,6 +559,146 @@ def next_summary(model, inputs: Inputs, table, args: argparse.Namespace) -> list
     ]
 
 
+def next_stop(model, inputs: Inputs, questions, args: argparse.Namespace):
+    """What ``labels next`` reports for its stop rule — the answers the suggested labels are
+    expected to change (:func:`crowdbayes.active.audit.expected_changes`) and, with
+    ``--audit``, the accuracy interval — and the message ending the loop when a
+    ``--stop-when`` rule is met (else None)."""
+    from ..active.audit import audit_accuracy, expected_changes
+
+    changes = expected_changes(model, questions)
+    per_100 = 100.0 * float(changes.mean())
+    values = {"changes": per_100}
+    lines = [
+        f"expected answer changes: {changes.sum():.2f} from the {len(questions)} suggested "
+        f"label(s), {per_100:.2f} per 100 labels (the model's own look-ahead, up to three "
+        "labels per task)"
+    ]
+    if inputs.extra["audit"] is not None:
+        row = audit_accuracy(model, inputs.extra["audit"]).loc["all"]
+        values["width"] = float(row["upper"] - row["lower"])
+        lines.append(_accuracy_line("accuracy", row, 0.9))
+    rules = args.stop_when or []
+    met = [(name, limit) for name, limit in rules if values[name] < limit]
+    if not met:
+        return lines, None
+    which = " and ".join(f"{name}<{limit:g}" for name, limit in met)
+    shown = ", ".join(f"{STOP_RULES[name]} {values[name]:.4g}" for name, _ in met)
+    return lines, f"stop: {which} met ({shown}); no questions written"
+
+
+# ------------------------------------------------------------------------------ audits
+def add_audit_verbs(actions) -> None:
+    """``labels audit`` and ``labels accuracy``."""
+    verb = FAMILY._verb_parser(
+        actions, "audit", "choose the tasks an expert should check", epilog=True
+    )
+    FAMILY.add_fit_arguments(verb)
+    verb.add_argument("--n", required=True, help="how many tasks to audit")
+    verb.add_argument(
+        "--design",
+        choices=AUDIT_DESIGNS,
+        default="stratified",
+        help="stratified (default: strata of the answers' confidence, proportional "
+        "allocation) or uniform; either way each task's inclusion probability is exact",
+    )
+    add_output(
+        verb,
+        "--out",
+        "write the audit sheet here: task, inclusion_probability, stratum, answer, label "
+        "(empty, for the expert) (default: stdout)",
+        short="-o",
+    )
+    add_escape_formulas(verb)
+    verb.set_defaults(handler=run_audit)
+    verb = FAMILY._verb_parser(
+        actions,
+        "accuracy",
+        "the accuracy of the current answers, from a checked audit",
+        epilog=True,
+    )
+    FAMILY.add_fit_arguments(verb)
+    verb.add_argument(
+        "--audit", required=True, help="the audit sheet of `labels audit`, label filled in"
+    )
+    verb.add_argument("--level", default="0.9", help="interval level (default 0.9)")
+    add_output(verb, "--out", "write the estimates here (default: stdout)", short="-o")
+    add_escape_formulas(verb)
+    verb.set_defaults(handler=run_accuracy)
+
+
+def read_audit(path: str, labels):
+    """The audit sheet, its task ids read like the labels', checked against the labels'
+    tasks and classes (before any fit)."""
+    from ..data.io import read_table
+    from ..metrics.audit import check_audit
+    from ._inputs import ids_like
+
+    table = read_table(path, what="audit", id_columns=("task",))
+    if "task" in table.columns:
+        table["task"] = ids_like(table["task"], labels.tasks)
+    check_audit(table, labels.tasks, labels.classes)
+    return table
+
+
+def run_audit(args: argparse.Namespace) -> None:
+    """``labels audit``: fit, then draw the audit."""
+    from ..active.audit import plan_audit
+
+    n = positive_int("--n")(args.n)
+    model = FAMILY.make_model(args)
+    inputs = FAMILY.read(args, model)
+    if args.features is None and n > inputs.data.n_tasks:
+        raise CommandError(f"--n {n} is larger than the {inputs.data.n_tasks} tasks")
+    model = FAMILY.fit(model, inputs, args)
+    plan = plan_audit(model, n, design=args.design, random_state=args.seed)
+    write_results(args, plan.assign(label=""), index=False)
+    strata = plan["stratum"].nunique()
+    say(
+        args,
+        [
+            f"{type(model).__name__} on {inputs.source}: {n} of {len(model.probas_)} tasks "
+            f"to audit ({args.design} design, {strata} stratum/strata by the answers' "
+            "confidence)",
+            f"wrote the audit sheet to {args.out or 'stdout'}: fill in the label column, then "
+            "`crowdbayes labels accuracy INPUT --audit SHEET` (keep every row)",
+        ],
+    )
+
+
+def run_accuracy(args: argparse.Namespace) -> None:
+    """``labels accuracy``: fit, then estimate the accuracy from the checked audit."""
+    from ..active.audit import audit_accuracy
+
+    level = open_unit("--level")(args.level)
+    model = FAMILY.make_model(args)
+    inputs = FAMILY.read(args, model)  # reads and checks --audit
+    model = FAMILY.fit(model, inputs, args)
+    table = audit_accuracy(model, inputs.extra["audit"], level=level)
+    columns = ["tasks", "audited", "estimate", "lower", "upper", "more_to_halve"]
+    columns += ["wilson_lower", "wilson_upper"]
+    write_results(args, table[columns].reset_index(), index=False)
+    lines = [_accuracy_line(f"accuracy of the {len(model.probas_)} answers", table.loc["all"],
+                            level)]  # fmt: skip
+    lines += [
+        _accuracy_line(f"  answered {c!r}", row, level)
+        for c, row in table.drop(index="all").iterrows()
+    ]
+    say(args, lines)
+
+
+def _accuracy_line(what: str, row, level: float) -> str:
+    if row["audited"] == 0:
+        return f"{what}: no audited task"
+    more = row["more_to_halve"]
+    halve = "" if more != more else f"; {int(more)} more audited tasks would halve the interval"
+    return (
+        f"{what}: {row['estimate']:.4f}, {level:.0%} interval [{row['lower']:.4f}, "
+        f"{row['upper']:.4f}] from {int(row['audited'])} audited of {int(row['tasks'])} (audit "
+        f"alone [{row['wilson_lower']:.4f}, {row['wilson_upper']:.4f}]){halve}"
+    )
+
+
 FAMILY = Family(
     name="labels",
     judgment="labels",
@@ -512,7 +722,9 @@ FAMILY = Family(
         questions=next_questions,
         table=next_table,
         summary=next_summary,
+        stop=next_stop,
     ),
+    more_verbs=add_audit_verbs,
 )
 
 

@@ -1,10 +1,12 @@
-"""``crowdbayes report labels|rank|prefs|cluster``: one self-contained HTML quality report.
+"""``crowdbayes report labels|rank|prefs|leaderboard|cluster``: one self-contained HTML
+quality report.
 
     crowdbayes report labels INPUT|--dataset NAME [--model M] [--gold F] [--eval-gold F] ...
                              [-o report.html] [--load MODEL] [--bootstrap N]
     crowdbayes report rank RANKINGS [--features ITEMS] [--model M] ... [-o report.html]
     crowdbayes report prefs COMPARISONS --features ITEMS [--model M] ... [-o report.html]
     crowdbayes report cluster LINKS [--features F] [--model M] ... [-o report.html]
+    crowdbayes report leaderboard BATTLES [--style] [--category-column C] ... [-o board.html]
 
 Each ``report`` command is built from its family's record (:mod:`._record`): the input and the
 options of the family's ``fit`` — ``--model`` and every option mean the same (labels: ``--gold``
@@ -28,6 +30,7 @@ from ._outputs import add_output
 from ._record import Family, model_writer, say, write_outputs
 from .cluster import FAMILY as CLUSTER
 from .labels import FAMILY as LABELS
+from .leaderboard import FAMILY as LEADERBOARD
 from .prefs import FAMILY as PREFS
 from .rank import FAMILY as RANK
 
@@ -38,6 +41,7 @@ _REPORTS = (
     (LABELS, "report on class labels aggregated by a label model"),
     (RANK, "report on a Plackett-Luce model of rankings or choices"),
     (PREFS, "report on a model of pairwise comparisons (GP, Bradley-Terry, communities)"),
+    (LEADERBOARD, "report on a leaderboard from pairwise battles"),
     (CLUSTER, "report on a crowd clustering model of must-link / cannot-link judgments"),
 )
 
@@ -71,7 +75,7 @@ def register(commands) -> None:
             type=int,
             metavar="N",
             help="bootstrap replicates of the agreement intervals of class labels (default "
-            "1000; 200 above 200,000 labels)",
+            "1000; 200 above 200,000 labels), or of a leaderboard's bootstrap intervals",
         )
         parser.set_defaults(handler=_report, family=family)
 

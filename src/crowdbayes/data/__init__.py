@@ -14,5 +14,6 @@ __all__, __getattr__, __dir__ = lazy_exports(
         ".comparisons": ("Comparisons", "as_comparisons"),
         ".links": ("Links", "as_links"),
         ".values": ("Values", "as_values"),
+        ".battles": ("Battles", "as_battles"),
     },
 )

@@ -141,9 +141,10 @@ def _clean_strings(uniques: pd.Index) -> bool:
 
 
 def _may_hold_text(dtype) -> bool:
-    return pd.api.types.is_object_dtype(dtype) or isinstance(
-        dtype, (pd.StringDtype, pd.CategoricalDtype)
-    )
+    """Whether values of ``dtype`` may be text (a categorical's: its categories')."""
+    if isinstance(dtype, pd.CategoricalDtype):
+        dtype = dtype.categories.dtype
+    return pd.api.types.is_object_dtype(dtype) or isinstance(dtype, pd.StringDtype)
 
 
 def _is_text(values: np.ndarray) -> bool:

@@ -34,7 +34,13 @@ TableLike = pd.DataFrame | str | os.PathLike | Source
 
 
 def read_table(
-    source: TableLike, *, what: str, id_columns: Sequence[str] = (), also: str = ""
+    source: TableLike,
+    *,
+    what: str,
+    id_columns: Sequence[str] = (),
+    also: str = "",
+    columns: Sequence[str] | None = None,
+    categorical: bool = False,
 ) -> pd.DataFrame:
     """Return ``source`` as a DataFrame (:func:`read_table_rows` without the row names).
 
@@ -47,12 +53,33 @@ def read_table(
     file that is not a table (a NumPy array, a spreadsheet, other binary data), an empty file
     and a header without rows are refused with one line naming the file and the formats
     accepted (``also`` adds one the caller accepts besides tables, e.g. ``a .npy array``).
+
+    ``columns`` (CSV/TSV): when the header has every column named (exactly or but for case and
+    spaces), only those are parsed (the others cost nothing); otherwise the whole table is read,
+    so that the caller's messages about missing columns see every column. (pandas does not
+    refuse a line with more fields than the header when it reads some columns only: the extra
+    fields are not read.) ``categorical``
+    (CSV/TSV): identifier columns are read as pandas categories of strings (codes made while
+    parsing: far faster than one string object per row for a caller that factorises them).
     """
-    return read_table_rows(source, what=what, id_columns=id_columns, also=also)[0]
+    return read_table_rows(
+        source,
+        what=what,
+        id_columns=id_columns,
+        also=also,
+        columns=columns,
+        categorical=categorical,
+    )[0]
 
 
 def read_table_rows(
-    source: TableLike, *, what: str, id_columns: Sequence[str] = (), also: str = ""
+    source: TableLike,
+    *,
+    what: str,
+    id_columns: Sequence[str] = (),
+    also: str = "",
+    columns: Sequence[str] | None = None,
+    categorical: bool = False,
 ) -> tuple[pd.DataFrame, RowNames]:
     """:func:`read_table`, and the :class:`~crowdbayes.data.validate.RowNames` by which messages
     name the table's rows: their positions for a DataFrame or a Parquet file, their lines for a
@@ -71,7 +98,7 @@ def read_table_rows(
     if kind == "parquet":
         table, rows = _read_parquet(file, what), POSITIONS
     else:
-        table, rows = _read_text(file, what, id_columns, kind, head)
+        table, rows = _read_text(file, what, id_columns, kind, head, columns, categorical)
     if len(table) == 0:
         raise ValueError(f"{what}: {path} has a header but no rows")
     return table, rows
@@ -113,7 +140,13 @@ def _read_parquet(file: Source, what: str) -> pd.DataFrame:
 
 
 def _read_text(
-    file: Source, what: str, id_columns: Sequence[str], kind: str, head: str | None
+    file: Source,
+    what: str,
+    id_columns: Sequence[str],
+    kind: str,
+    head: str | None,
+    columns: Sequence[str] | None = None,
+    categorical: bool = False,
 ) -> tuple[pd.DataFrame, RowNames]:
     from pandas.io.common import infer_compression
 
@@ -137,8 +170,14 @@ def _read_text(
         first = pd.read_csv(file.target(), header=None, nrows=1, dtype=str, **options)
         header = [h for h in (first.iloc[0].tolist() if len(first) else []) if isinstance(h, str)]
         _refuse_repeated(header, what, path)
-        dtype = {c: str for c in _matching(header, id_columns)}
-        table = pd.read_csv(file.target(), dtype=dtype, keep_default_na=True, **options)
+        kind_of_id = "category" if categorical else str
+        dtype = {c: kind_of_id for c in _matching(header, id_columns)}
+        usecols = None  # every column, unless all those asked for are named in the header
+        if columns is not None and all(_matching(header, [c]) for c in columns):
+            usecols = _matching(header, columns)
+        table = pd.read_csv(
+            file.target(), dtype=dtype, usecols=usecols, keep_default_na=True, **options
+        )
     except pd.errors.EmptyDataError:
         raise ValueError(f"{what}: {path} is empty") from None
     except (pd.errors.ParserError, UnicodeDecodeError, EOFError, OSError) as err:

@@ -13,6 +13,7 @@ from functools import cached_property
 import numpy as np
 import pandas as pd
 
+from ._codes import first_seen
 from .features import FeatureTable, read_features
 from .hygiene import Hygiene
 from .io import TableLike, read_table_rows
@@ -90,9 +91,17 @@ class Rankings:
         if has_worker:
             self._query_workers(query_codes, *hygiene.encode(df[worker], worker, rows), worker)
         else:
-            self.worker_ids = pd.Index([], name=worker)
-            self.query_worker = np.full(self.n_queries, -1, dtype=np.int64)
+            self._no_workers(worker)
+        self._finish(hygiene, items, item)
 
+    # -- construction -------------------------------------------------------------------------
+
+    def _no_workers(self, name: str) -> None:
+        self.worker_ids = pd.Index([], name=name)
+        self.query_worker = np.full(self.n_queries, -1, dtype=np.int64)
+
+    def _finish(self, hygiene: Hygiene, items, item: str) -> None:
+        """The item features (when given) and the findings of the checks."""
         self.features: FeatureTable | None = None
         self.X: np.ndarray | None = None
         if items is not None:
@@ -101,8 +110,6 @@ class Rankings:
         hygiene.report_normalized()
         #: what the checks before inference found (:class:`~crowdbayes.data.hygiene.DataCheck`)
         self.data_checks = hygiene.checks
-
-    # -- construction -------------------------------------------------------------------------
 
     def _check_queries(self, query_codes, item_codes, ranks) -> None:
         n_queries = len(self.query_ids)
@@ -271,7 +278,13 @@ class Rankings:
         if len(df) == 0:
             raise ValueError(f"{what}: the table is empty (0 rows)")
         reject_missing(df, (left, right, label), what, rows)
-        df = df.assign(**{c: hygiene.normalized(df[c], c, rows) for c in (left, right, label)})
+        df = df.assign(
+            **{
+                c: hygiene.normalized(df[c], c, rows)
+                for c in (left, right, label)
+                if _needs_hygiene(df[c])
+            }
+        )
         ties = _equal_ids(df[label], "equal")
         if ties.any():
             raise ValueError(
@@ -290,23 +303,57 @@ class Rankings:
         same = _equal_ids(df[left], df[right])
         if same.any():
             raise ValueError(f"{what}: {int(same.sum())} pair(s) compare an item with itself")
-        n = len(df)
-        ids = np.arange(n)
         winner = np.where(left_wins, df[left].to_numpy(), df[right].to_numpy())
         loser = np.where(left_wins, df[right].to_numpy(), df[left].to_numpy())
-        long = pd.DataFrame(
-            {
-                "query": np.concatenate([ids, ids]),
-                "item": np.concatenate([winner, loser]),
-                "rank": np.concatenate([np.ones(n), np.full(n, 2.0)]),
-            }
-        )
-        if worker in df.columns:
-            long["worker"] = np.concatenate([df[worker].to_numpy()] * 2)
+        workers = np.concatenate([df[worker].to_numpy()] * 2) if worker in df.columns else None
         hygiene.report_normalized()
-        rankings = cls(long, items)
+        rankings = cls.__new__(cls)
+        rankings._pair_stages(winner, loser, workers, items)
         rankings.data_checks[:0] = hygiene.checks
         return rankings
+
+    def _pair_stages(self, winner, loser, workers, items) -> None:
+        """What ``Rankings(long, items)`` builds from the long table ``query, item, rank``
+        (``worker``) of pair ``l`` = query ``l``, its ``winner`` ranked 1 and its ``loser`` 2,
+        built without the table: each query is one top-query whose set is (winner, loser).
+        The ids are checked and normalised as that table's columns would be (the same
+        :class:`Hygiene` steps on the same values, so the same codes, ids and findings)."""
+        hygiene = Hygiene("rankings")
+        n = len(winner)
+        self.stage_items = np.empty(2 * n, dtype=np.int64)
+        # int64 ids (a table's column would be int64 too): encode would only factorize them
+        seen = first_seen([winner, loser])
+        if seen is not None:
+            ids = seen.uniques
+            seen.codes(winner, out=self.stage_items[0::2])
+            seen.codes(loser, out=self.stage_items[1::2])
+        else:
+            # typed as a column of the long table would be (pandas infers text, numbers, objects)
+            codes, ids = hygiene.encode(pd.Series(np.concatenate([winner, loser])), "item")
+            self.stage_items[0::2] = codes[:n]
+            self.stage_items[1::2] = codes[n:]
+        self.item_ids = pd.Index(ids, name="item")
+        self.stage_query = np.arange(n)
+        self.query_ids = pd.Index(self.stage_query, name="query", copy=False)
+        self.stage_offsets = np.arange(0, 2 * n + 1, 2)
+        # every query has two items, both ranked (read-only views: nothing is stored)
+        self.query_sizes = self.query_n_ranked = np.broadcast_to(np.int64(2), (n,))
+        # the cached views, known without computing them
+        self.only_pairs = True
+        self.chosen = self.stage_items[0::2]
+        if workers is None:
+            self._no_workers("worker")
+        else:
+            worker_codes, worker_ids = hygiene.encode(pd.Series(workers), "worker")
+            self.worker_ids = pd.Index(worker_ids, name="worker")
+            self.query_worker = worker_codes[:n].astype(np.int64)
+        self._finish(hygiene, items, "item")
+
+
+def _needs_hygiene(column: pd.Series) -> bool:
+    """Whether :meth:`Hygiene.normalized` may change or refuse the column's values: anything
+    but a plain numpy integer or boolean column (for which it only factorizes them)."""
+    return not (isinstance(column.dtype, np.dtype) and column.dtype.kind in "iub")
 
 
 def _equal_ids(column: pd.Series, other) -> np.ndarray:

@@ -55,16 +55,36 @@ class Source:
 def nul_line(source: Source, compression: str | None) -> int | None:
     """The line (counted from 1) of the first NUL byte of the (decompressed) file, or None.
 
-    The file is scanned in chunks (a byte search, so a million-row file costs milliseconds);
-    a text table never holds a NUL byte, and pandas would keep one inside a value.
+    The file is scanned in chunks for the byte alone (a byte search, so a million-row file
+    costs milliseconds); only when one is found are the lines before it counted, in a second
+    pass. A text table never holds a NUL byte, and pandas would keep one inside a value.
     """
     from pandas.io.common import get_handle  # the decompression read_csv uses
 
+    def chunks():
+        with get_handle(source.target(), "rb", compression=compression, is_text=False) as file:
+            while chunk := file.handle.read(_CHUNK):
+                yield chunk
+
+    offset = None
+    for start, chunk in _positions(chunks()):
+        at = chunk.find(b"\x00")
+        if at >= 0:
+            offset = start + at
+            break
+    if offset is None:
+        return None
     lines = 1
-    with get_handle(source.target(), "rb", compression=compression, is_text=False) as handles:
-        while chunk := handles.handle.read(_CHUNK):
-            at = chunk.find(b"\x00")
-            if at >= 0:
-                return lines + chunk.count(b"\n", 0, at)
-            lines += chunk.count(b"\n")
-    return None
+    for start, chunk in _positions(chunks()):
+        if start + len(chunk) > offset:
+            return lines + chunk.count(b"\n", 0, offset - start)
+        lines += chunk.count(b"\n")
+    return lines  # pragma: no cover - the byte was found in the first pass
+
+
+def _positions(chunks):
+    """``(offset, chunk)`` of consecutive chunks of bytes."""
+    start = 0
+    for chunk in chunks:
+        yield start, chunk
+        start += len(chunk)

@@ -107,6 +107,8 @@ def natural_gradient_step(
     linear_weights: np.ndarray,
     targets: np.ndarray,
     rho: float,
+    *,
+    scratch: np.ndarray | None = None,
 ) -> GaussianFactor:
     """One natural-gradient SVI step for a Gaussian factor under linear-Gaussian observations.
 
@@ -116,10 +118,13 @@ def natural_gradient_step(
     ``rowsᵀ (linear_weights · targets)``, and the step moves a fraction ``ρ`` of the way
     there in natural parameters (Hensman et al., 2013; 2020, Eqs. 17–18, 32–37).
     ``prior_precision`` must be exactly symmetric (as ``s · InducingProjection.K_inv`` is).
+    ``scratch``, an array of ``rows``' shape and dtype, holds ``diag(√w) rows`` (a loop that
+    passes the same one every time allocates nothing of the mini-batch's size).
     """
     # Rᵀ R with R = diag(√w) rows: the same array twice, so numpy calls BLAS syrk (half a gemm);
     # rows may be single precision (the mini-batch products), the factor stays double
-    weighted = rows * np.sqrt(np.maximum(precision_weights, 0.0)).astype(rows.dtype)[:, None]
+    root = np.sqrt(np.maximum(precision_weights, 0.0)).astype(rows.dtype)[:, None]
+    weighted = np.multiply(rows, root, out=scratch)
     precision = np.add(prior_precision, weighted.T @ weighted, dtype=np.float64)
     linear = (rows.T @ (linear_weights * targets).astype(rows.dtype)).astype(np.float64)
     if rho < 1.0:

@@ -12,7 +12,8 @@ natural gradient (:func:`~.factors.natural_gradient_step`):
     S_n^{-1} m_n &= (1 - ρ_n) S_{n-1}^{-1} m_{n-1}
         + ρ_n π J^T Q^{-1} (y - Φ(\\hat z) + J m),
 
-``J = diag(g) (A_a - A_b)``, relinearised ``n_inner`` times per mini-batch. Then ``q(s)`` is
+``J = diag(g) (A_a - A_b)``, relinearised ``n_inner`` times per mini-batch (the products with
+the rows of a proper mini-batch in single precision, :data:`BATCH_DTYPE`). Then ``q(s)`` is
 updated (2020, Eq. 15; draft Eqs. 6–7): ``a = a₀ + M/2``,
 ``b = b₀ + ½ tr(K_mm⁻¹ (S + m mᵀ))``, ``ŝ = a/b``, ``E[ln s] = ψ(a) - ln b``.
 
@@ -34,7 +35,14 @@ from .inducing import InducingProjection
 from .linearised import probit_linearisation, relative_change
 from .problem import PreferenceProblem
 
-__all__ = ["run_svi", "stochastic_variational_inference"]
+__all__ = ["BATCH_DTYPE", "run_svi", "stochastic_variational_inference"]
+
+#: precision of the products with the ``(B, M)`` rows ``A_a - A_b`` of a mini-batch smaller
+#: than the data (``Rᵀ R`` by BLAS syrk, ``rows @ m``), as in crowdGPPL: their rounding
+#: (about 1e-7 relative) is far below the sampling noise of a mini-batch. The factors, their
+#: Cholesky factors and inverses stay in double precision, and so does a full batch (no
+#: sampling noise: its fixed point is found to any tolerance).
+BATCH_DTYPE = np.float32
 
 
 def run_svi(
@@ -118,15 +126,17 @@ def stochastic_variational_inference(
     A = projection.weights(problem.X_items)
     left, right = problem.left, problem.right
     state = {"factor": factor, "scale": scale}
+    size = schedule.get("batch_size")
+    batch = _BatchRows(A, BATCH_DTYPE if size is not None and size < len(pairs.y) else np.float64)
 
     def update(rho: float, rows_idx, weight: float) -> None:
         old, scale = state["factor"], state["scale"]
-        rows = A[left[rows_idx]] - A[right[rows_idx]]
+        rows = batch.rows(left[rows_idx], right[rows_idx])
         y, q = pairs.y[rows_idx], noise_var[rows_idx]
         prior_precision = scale.mean * projection.K_inv
         current = old
         for _ in range(n_inner):
-            d_hat = rows @ current.mean
+            d_hat = (rows @ current.mean.astype(rows.dtype)).astype(np.float64)
             p, g = probit_linearisation(d_hat, alpha)
             current = natural_gradient_step(
                 old,
@@ -136,9 +146,30 @@ def stochastic_variational_inference(
                 weight * g / q,
                 y - p + g * d_hat,
                 rho,
+                scratch=batch.scratch,
             )
         state["scale"] = prior_scale.update(projection.K_inv, current)
         state["factor"] = current
 
     result = run_svi(update, lambda: state["factor"].mean, len(pairs.y), rng, **schedule)
     return state["factor"], state["scale"], result
+
+
+class _BatchRows:
+    """The rows ``A_a - A_b`` of a mini-batch (in the dtype given), in buffers allocated once
+    per fit, with a scratch buffer of their shape for :func:`natural_gradient_step` (with
+    fresh arrays of the mini-batch's size every iteration, the allocator hands the memory back
+    to the system and takes it again, a page fault per 4 KiB: more time than the arithmetic)."""
+
+    def __init__(self, A: np.ndarray, dtype=np.float64) -> None:
+        self.A = A.astype(dtype, copy=False)
+        self._rows = self._other = self.scratch = None
+
+    def rows(self, left: np.ndarray, right: np.ndarray) -> np.ndarray:
+        n = len(left)
+        if self._rows is None or len(self._rows) != n:
+            shape = (n, self.A.shape[1])
+            self._rows, self._other, self.scratch = (np.empty(shape, self.A.dtype) for _ in "abc")
+        np.take(self.A, left, axis=0, out=self._rows)
+        np.take(self.A, right, axis=0, out=self._other)
+        return np.subtract(self._rows, self._other, out=self._rows)

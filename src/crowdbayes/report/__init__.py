@@ -8,7 +8,7 @@ and this package imports it only when a figure is drawn.
   labels, the model's results and figures, its scores against gold labels and the most
   uncertain items, figures inlined as PNG (the page opens offline and makes no network
   request); ``report.save("report.html")`` writes it atomically. The command line is
-  ``crowdbayes report labels|rank|prefs|cluster ... --out report.html``.
+  ``crowdbayes report labels|rank|prefs|leaderboard|cluster ... --out report.html``.
 - :mod:`crowdbayes.report.figures`: each figure on its own, as a matplotlib Figure.
 """
 

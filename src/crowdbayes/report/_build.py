@@ -15,6 +15,7 @@ tasks (about 30 bytes a task).
 from __future__ import annotations
 
 import datetime
+import functools
 import warnings
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -25,15 +26,16 @@ import numpy as np
 import pandas as pd
 
 from .._version import __version__
-from ..base import DIAGNOSTICS
 from ..data import Comparisons, Labels, Links, Rankings, as_labels
+from ..data.battles import Battles
 from ..data.io import write_atomically
 from ..metrics import accuracy, brier_score, log_loss
 from ..metrics.agreement import agreement_table, worker_agreement
 from . import figures
 from ._html import Page, Section, with_intervals
+from ._leaderboard import leaderboard_report, summary_rows
 from ._results import item_scores, task_uncertainty, worker_scores
-from ._words import model_words, posterior_words, sampled, settings_words
+from ._words import fit_facts, model_words, posterior_words, sampled, spread
 from .figures.labels import calibration_table, expected_calibration_error
 
 __all__ = ["Report", "build"]
@@ -94,6 +96,7 @@ def build(
     fit_seconds: float | None = None,
     n_boot: int | None = None,
     random_state: Any = 0,
+    categories: dict | None = None,
 ) -> Report:
     """The quality report of a fitted ``model`` on its ``data``, as one self-contained page.
 
@@ -101,9 +104,11 @@ def build(
     ----------
     model : Estimator
         A fitted crowdbayes model; the report reads only its public attributes and methods.
-    data : Labels, Rankings, Comparisons or Links
+    data : Labels, Rankings, Comparisons, Battles or Links
         The data the model was fitted to (for label models also a ``task, worker, label``
-        table): its summary and, for labels, the agreement statistics come from it.
+        table): its summary and, for labels, the agreement statistics come from it. A
+        leaderboard on :class:`~crowdbayes.data.battles.Battles` gets its own page
+        (:mod:`._leaderboard`).
     eval_gold : Series, optional
         Label models: true classes indexed by task, used only to score the model (accuracy,
         log-loss, Brier score, calibration); gold tasks without labels are not scored.
@@ -125,6 +130,9 @@ def build(
         labels).
     random_state : int, Generator or None
         Seeds the bootstrap.
+    categories : dict, optional
+        A leaderboard on :class:`~crowdbayes.data.battles.Battles` with categories: the boards
+        of each category, fitted already (by default they are fitted here).
 
     Returns
     -------
@@ -136,6 +144,8 @@ def build(
     if judgment not in _REPORTS:
         raise ValueError(f"no report for {type(model).__name__} (judgment {judgment!r})")
     expected, describe = _REPORTS[judgment]
+    if judgment == "pairs" and isinstance(data, Battles):  # a leaderboard: its own page
+        expected, describe = Battles, functools.partial(leaderboard_report, categories=categories)
     if judgment == "labels" and not isinstance(data, Labels):
         data = as_labels(data)
     if not isinstance(data, expected):
@@ -167,15 +177,6 @@ def build(
 
 
 # ------------------------------------------------------------------------------ shared parts
-def _spread(counts: np.ndarray) -> str:
-    median = float(np.median(counts))
-    median_text = f"{median:,.0f}" if median == int(median) else f"{median:,.1f}"
-    return (
-        f"min {counts.min():,}, median {median_text}, mean {counts.mean():,.1f}, "
-        f"max {counts.max():,}"
-    )
-
-
 @dataclass(frozen=True)
 class _Checks:
     """What the report says about the input: the data's own checks (``data_checks``), what an
@@ -256,6 +257,8 @@ def _summary(section: Section, model, data, checks: _Checks, eval_gold) -> None:
                 "Score the answers against known ones, if you have some: `--eval-gold FILE` "
                 "(Python: `eval_gold=`) adds accuracy and a calibration figure."
             )
+    if isinstance(data, Battles):
+        rows += summary_rows(model, data)
     problems = len(checks.found)
     rows.append(
         (
@@ -294,16 +297,6 @@ def _summary(section: Section, model, data, checks: _Checks, eval_gold) -> None:
     section.paragraph("What to do next:" if next_steps else "Nothing needs doing first.")
     if next_steps:
         section.notes(("info", step) for step in next_steps)
-
-
-def _fit_facts(model) -> list[tuple[str, Any]]:
-    """The model and its convergence facts (:meth:`~crowdbayes.base.Estimator.diagnostics`)."""
-    rows: list[tuple[str, Any]] = [
-        ("model", f"{model_words(model)} (`{type(model).__name__}`)"),
-        ("settings", settings_words(model)),
-    ]
-    rows += [(DIAGNOSTICS[key], value) for key, value in model.diagnostics().items()]
-    return rows
 
 
 def _convergence(section: Section, model) -> None:
@@ -372,8 +365,8 @@ def _labels_report(page, model, labels: Labels, *, eval_gold, n_boot, seed) -> N
                 "share of labels per class",
                 ", ".join(f"{c}: {s:.3f}" for c, s in zip(labels.classes, shares, strict=True)),
             ),
-            ("labels per task", _spread(per_task)),
-            ("labels per worker", _spread(per_worker)),
+            ("labels per task", spread(per_task)),
+            ("labels per worker", spread(per_worker)),
             ("tasks with a single label", int((per_task == 1).sum())),
             ("labels repeating a task-worker pair", repeated),
             ("tasks clamped to a gold class", int((labels.gold_codes >= 0).sum())),
@@ -432,7 +425,7 @@ def _label_results(page: Page, model, labels: Labels, eval_gold) -> None:
     section = page.section("model", "Model results")
     probas = model.probas_.to_numpy(dtype=np.float64)
     confidence = probas.max(axis=1)
-    rows = _fit_facts(model)
+    rows = fit_facts(model)
     rows.append(("mean probability of the answers", float(confidence.mean())))
     rows.append(("tasks whose answer has probability < 0.9", int((confidence < 0.9).sum())))
     section.facts(rows)
@@ -546,7 +539,7 @@ def _neighbour_pairs(model, scores: pd.DataFrame, items: pd.DataFrame | None) ->
 
 def _ranked_parts(page: Page, model, data, items: pd.DataFrame | None) -> None:
     section = page.section("model", "Model results")
-    section.facts(_fit_facts(model))
+    section.facts(fit_facts(model))
     scores = item_scores(model)
     section.figure(
         "ranked_items",
@@ -584,7 +577,7 @@ def _ranking_report(page, model, data: Rankings, *, eval_gold, n_boot, seed) -> 
             ("queries", data.n_queries),
             ("items", data.n_items),
             ("choices (top-queries)", data.n_stages),
-            ("items per choice", _spread(sizes)),
+            ("items per choice", spread(sizes)),
             ("workers", len(data.worker_ids)),
             (
                 "item features",
@@ -608,7 +601,7 @@ def _comparison_facts(page: Page, data: Comparisons) -> None:
             ("comparisons", data.n_comparisons),
             ("items (compared)", f"{data.n_items:,} ({len(data.compared_items()):,})"),
             ("workers", data.n_workers),
-            ("comparisons per worker", _spread(per_worker)),
+            ("comparisons per worker", spread(per_worker)),
             ("ties", int((data.outcome == 0).sum())),
             ("won by the left item", f"{float((data.outcome > 0).mean()):.3f}"),
             ("item features", len(features)),
@@ -635,7 +628,7 @@ def _communities_report(page, model, data: Comparisons, *, eval_gold, n_boot, se
 
     _comparison_facts(page, data)
     section = page.section("model", "Model results")
-    rows = _fit_facts(model)
+    rows = fit_facts(model)
     sizes = model.partition_.value_counts()
     rows.append(("communities (point partition)", len(sizes)))
     rows.append(("most probable number of communities", int(model.n_communities_.idxmax())))
@@ -676,13 +669,13 @@ def _clustering_report(page, model, data: Links, *, eval_gold, n_boot, seed) -> 
             ("links", data.n_links),
             ("must-links", int(data.labels.sum())),
             ("workers", data.n_workers),
-            ("links per worker", _spread(per_worker)),
+            ("links per worker", spread(per_worker)),
             ("items (linked)", f"{data.n_items:,} ({len(data.linked_codes):,})"),
             ("item observations", observed),
         ]
     )
     section = page.section("model", "Model results")
-    rows = _fit_facts(model)
+    rows = fit_facts(model)
     rows.append(("clusters used", int(model.n_clusters_used_)))
     section.facts(rows)
     sizes = model.assignments_.value_counts().rename("items").rename_axis("cluster").to_frame()

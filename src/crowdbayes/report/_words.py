@@ -5,8 +5,20 @@ one-line help of the model, :mod:`crowdbayes._catalogue`), what kind of posterio
 from __future__ import annotations
 
 import re
+from typing import Any
 
-__all__ = ["model_words", "posterior_words", "sampled", "settings_words"]
+import numpy as np
+
+from ..base import DIAGNOSTICS
+
+__all__ = [
+    "fit_facts",
+    "model_words",
+    "posterior_words",
+    "sampled",
+    "settings_words",
+    "spread",
+]
 
 #: what each kind of posterior (``Tags.posterior``) means for the numbers of the report
 _POSTERIORS = {
@@ -25,7 +37,7 @@ def _catalogued(name: str) -> str | None:
     del FAMILIES  # the entries of every command, in the families' order
     helps = {
         entry.class_name: entry.help
-        for command in ("cluster", "prefs", "rank", "values", "labels")  # the first one wins
+        for command in ("cluster", "leaderboard", "prefs", "rank", "values", "labels")  # first wins
         for entry in model_entries(command)
     }
     if name not in helps:
@@ -89,3 +101,23 @@ def _same(value, default) -> bool:
         return bool(value == default) and repr(value) == repr(default)
     except (TypeError, ValueError):
         return value is default
+
+
+def fit_facts(model) -> list[tuple[str, Any]]:
+    """The model and its convergence facts (:meth:`~crowdbayes.base.Estimator.diagnostics`)."""
+    rows: list[tuple[str, Any]] = [
+        ("model", f"{model_words(model)} (`{type(model).__name__}`)"),
+        ("settings", settings_words(model)),
+    ]
+    rows += [(DIAGNOSTICS[key], value) for key, value in model.diagnostics().items()]
+    return rows
+
+
+def spread(counts: np.ndarray) -> str:
+    """``"min 1, median 4, mean 5.2, max 30"``: how counts (per worker, per model ...) spread."""
+    median = float(np.median(counts))
+    median_text = f"{median:,.0f}" if median == int(median) else f"{median:,.1f}"
+    return (
+        f"min {counts.min():,}, median {median_text}, mean {counts.mean():,.1f}, "
+        f"max {counts.max():,}"
+    )

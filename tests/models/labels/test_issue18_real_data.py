@@ -43,9 +43,13 @@ def test_accuracy_on_real_sets(data_root, model, name, floor):
 
 
 def test_mace_vb_is_better_calibrated_than_em_on_rte(data_root):
-    em, data = fit(MACE(), "rte")
+    """At the same flat strategy prior (0.451 against 0.463); EM's default learns the prior's
+    strength (issue 40) and is better calibrated than both (0.412)."""
+    em, data = fit(MACE(learn_strategy_prior=False), "rte")
     vb, _ = fit(MACE(variational=True), "rte")
+    default, _ = fit(MACE(), "rte")
     assert log_loss(data.gold, vb.probas_) < log_loss(data.gold, em.probas_)
+    assert log_loss(data.gold, default.probas_) < log_loss(data.gold, vb.probas_)
 
 
 def test_kos_matches_crowdkit_on_rte(data_root):

@@ -1,22 +1,29 @@
-"""MACE's restarts (issue 40): the collapse they fix on a spammer-heavy crowd, the choice by
-objective, and the bar against crowd-kit's MACE on the simulated and the shared sets.
+"""MACE's restarts and learned strategy prior (issue 40): the collapse the restarts fix on a
+spammer-heavy crowd, the choice by objective, the strategy prior's empirical Bayes, and the
+bar against crowd-kit's MACE on the simulated and the shared sets.
 
 crowd-kit's MACE() takes 5 s to 13 min a set (pandas group-bys, 10 × 50 iterations), so the
 shared-set test compares with its accuracies recorded by
-``benchmarks/labels/mace_vs_crowdkit.py`` (``results/mace_vs_crowdkit_crowdkit.csv``), and a
-slow test refits crowd-kit on the small sets to check that the record still holds."""
+``benchmarks/labels/mace_vs_crowdkit.py`` (``results/mace_vs_crowdkit_crowdkit.csv``, and
+``..._aligned.csv`` for its MACE on the table recoded by
+:func:`~crowdbayes.models.labels._mace_scenarios.appearance_sorted`, where its index bug does
+not bite), and a slow test refits crowd-kit on the small sets to check that the record still
+holds."""
 
 from __future__ import annotations
 
 import warnings
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from crowdbayes import MACE, MajorityVote
+from crowdbayes.annotators.hierarchical import dirichlet_multinomial_log_likelihoods
 from crowdbayes.datasets import load_labels
 from crowdbayes.metrics import accuracy
-from crowdbayes.models.labels._mace_scenarios import simulate_spammer_crowd
+from crowdbayes.models.labels._mace_scenarios import appearance_sorted, simulate_spammer_crowd
+from crowdbayes.models.labels.mace import symmetric_dirichlet_concentration
 
 #: crowd-kit 1.4.2 MACE() accuracy on the gold tasks of each shared set
 #: (benchmarks/labels/results/mace_vs_crowdkit_crowdkit.csv)
@@ -34,9 +41,29 @@ CROWDKIT = {
     "trec": 0.597363,
     "s_rel": 0.500897,
 }
-#: sets where the default is still more than 0.005 below crowd-kit (MACE() at the time of
-#: writing: duchenne 0.7799, web 0.8153, s_adult 0.7538); strict, so a fix shows up
-BELOW_THE_BAR = {"duchenne", "web", "s_adult"}
+#: crowd-kit 1.4.2 MACE() accuracy on the same tables recoded by ``appearance_sorted``
+#: (benchmarks/labels/results/mace_vs_crowdkit_crowdkit_aligned.csv)
+CROWDKIT_ALIGNED = {
+    "bluebird": 0.861111,
+    "wsd": 0.994350,
+    "temp": 0.943723,
+    "rte": 0.926250,
+    "dog": 0.830235,
+    "duchenne": 0.742138,
+    "web": 0.838673,
+    "d_possent": 0.957000,
+    "d_product": 0.816236,
+    "s_adult": 0.780781,
+    "trec": 0.708571,
+    "s_rel": 0.607399,
+}
+REFERENCES = {"as given": CROWDKIT, "aligned": CROWDKIT_ALIGNED}
+#: sets where MACE() is still more than 0.005 below a reference (MACE() at the time of
+#: writing: duchenne 0.7799, one task short of crowd-kit as given, whose 0.786 its index bug
+#: makes: 0.742 aligned; web 0.8187 and S_Adult 0.7508, below both: the learned class prior,
+#: see MACE's docstring and benchmarks/labels/results/mace_vs_crowdkit_notes.md); strict, so
+#: a fix shows up
+BELOW_THE_BAR = {"as given": {"duchenne", "web", "s_adult"}, "aligned": {"web", "s_adult"}}
 BAR = 0.005
 
 
@@ -55,8 +82,9 @@ def one_class_spammers():
 
 def test_restarts_escape_the_collapsed_mode(one_class_spammers):
     crowd = one_class_spammers
-    single = fit(MACE(n_restarts=0), crowd.labels)
-    default = fit(MACE(), crowd.labels)
+    # with the class prior learned, as before the BIC choice (below)
+    single = fit(MACE(n_restarts=0, learn_prevalence=True), crowd.labels)
+    default = fit(MACE(learn_prevalence=True), crowd.labels)
     vote = fit(MajorityVote(ties="random", random_state=0), crowd.labels)
     # the single run puts (almost) every task in one class: below majority vote (0.52, 0.62)
     assert single.prevalence_.min() < 0.01
@@ -68,6 +96,19 @@ def test_restarts_escape_the_collapsed_mode(one_class_spammers):
     assert accuracy(crowd.truth, default.labels_) >= 0.72
     spam = default.spamming_["mean"]
     assert spam[crowd.spammers].mean() > spam.drop(crowd.spammers).mean() + 0.3
+
+
+def test_the_class_prior_chosen_by_bic_avoids_the_collapse(one_class_spammers):
+    """The learned class prior gains 0.1 in log-likelihood here, less than BIC's price for it
+    (0.5 log 2000 = 3.8): ``learn_prevalence="auto"`` keeps Hovy's uniform prior, and even one
+    run does not collapse."""
+    crowd = one_class_spammers
+    for model in (MACE(learn_prevalence="auto"), MACE(learn_prevalence="auto", n_restarts=0)):
+        fitted = fit(model, crowd.labels)
+        assert fitted.class_prior_ == "uniform"
+        scores = fitted.class_prior_scores_
+        assert scores["uniform"] > scores["learned"]
+        assert accuracy(crowd.truth, fitted.labels_) >= 0.72
 
 
 def test_restarts_are_reproducible_and_keep_the_vote_share_start(one_class_spammers):
@@ -96,24 +137,39 @@ def test_at_least_crowdkit_on_a_spammer_heavy_crowd(one_class_spammers):
     assert accuracy(crowd.truth, ours.labels_) >= accuracy(crowd.truth, theirs) - BAR
 
 
+@pytest.fixture(scope="module")
+def shared_fits():
+    """MACE()'s accuracy on each shared set, fitted once for both references."""
+    cache = {}
+
+    def accuracy_on(name):
+        if name not in cache:
+            data = load_labels(name)
+            cache[name] = accuracy(data.gold, fit(MACE(), data.labels).labels_)
+        return cache[name]
+
+    return accuracy_on
+
+
 @pytest.mark.parametrize(
-    "name",
+    ("name", "reference"),
     [
         pytest.param(
             name,
+            reference,
             marks=pytest.mark.xfail(strict=True, reason="issue 40: still below crowd-kit")
-            if name in BELOW_THE_BAR
+            if name in BELOW_THE_BAR[reference]
             else (),
         )
+        for reference in REFERENCES
         for name in CROWDKIT
     ],
 )
-def test_at_least_crowdkit_on_the_shared_sets(data_root, name):
-    data = load_labels(name)
-    ours = fit(MACE(), data.labels)
-    assert accuracy(data.gold, ours.labels_) >= CROWDKIT[name] - BAR
+def test_at_least_crowdkit_on_the_shared_sets(data_root, shared_fits, name, reference):
+    assert shared_fits(name) >= REFERENCES[reference][name] - BAR
 
 
+@pytest.mark.slow  # crowd-kit's MACE: 5-15 s a fit
 @pytest.mark.parametrize("name", ["bluebird", "wsd"])
 def test_the_recorded_crowdkit_accuracies_hold(data_root, name):
     crowdkit = pytest.importorskip("crowdkit.aggregation")
@@ -121,4 +177,71 @@ def test_the_recorded_crowdkit_accuracies_hold(data_root, name):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         theirs = crowdkit.MACE().fit_predict(data.labels)
+        aligned = crowdkit.MACE().fit_predict(appearance_sorted(data.labels))
     assert accuracy(data.gold, theirs) == pytest.approx(CROWDKIT[name], abs=1e-6)
+    assert accuracy(data.gold, aligned) == pytest.approx(CROWDKIT_ALIGNED[name], abs=1e-6)
+
+
+def test_appearance_sorted_keeps_the_labels_and_sorts_ids_by_appearance():
+    frame = pd.DataFrame(
+        {
+            "task": ["a", "a", "b", "b", "c"],
+            "worker": ["z", "y", "z", "x", "x"],
+            "label": [2, 0, 1, 2, 0],
+        }
+    )
+    out = appearance_sorted(frame)
+    workers, _ = pd.factorize(out["worker"])
+    assert list(pd.unique(out["worker"])) == sorted(pd.unique(out["worker"]))
+    assert list(pd.unique(out["label"])) == [0, 1, 2]
+    assert len(set(workers)) == 3
+    # the same answers: each (task, original worker) keeps its label
+    back = out.join(frame["worker"].rename("original"))
+    pd.testing.assert_frame_equal(back.sort_index()[["task", "label"]], frame[["task", "label"]])
+    assert back.groupby("worker")["original"].nunique().eq(1).all()
+
+
+def test_symmetric_dirichlet_concentration_is_the_maximum_likelihood():
+    rng = np.random.default_rng(0)
+    for true in (0.1, 5.0):
+        strategies = rng.dirichlet(np.full(4, true), size=300)
+        counts = np.stack([rng.multinomial(30, p) for p in strategies]).astype(float)
+        beta = symmetric_dirichlet_concentration(counts, 1.0)
+        assert beta == pytest.approx(true, rel=0.3)
+
+        def loglik(b, counts=counts):
+            return dirichlet_multinomial_log_likelihoods(counts, np.full(4, b)).sum()
+
+        assert loglik(beta) >= max(loglik(beta * 1.05), loglik(beta / 1.05))
+    # rows without counts carry no evidence
+    assert symmetric_dirichlet_concentration(np.zeros((3, 4)), 0.7) == 0.7
+
+
+@pytest.mark.parametrize(
+    ("share", "kind", "crowdkit", "learned", "class_prior"),
+    [(0.6, "uniform", 0.818, (50, 1e3), True), (0.8, "one-class", 0.6425, (0, 0.5), "auto")],
+)
+def test_the_strategy_prior_learns_how_uniform_spammers_are(
+    share, kind, crowdkit, learned, class_prior
+):
+    """4 classes, 200 workers: uniform spammers get a near-uniform strategy prior (a flat one
+    left this crowd 0.0085 below crowd-kit's Dirichlet(10)), one-class spammers a sparse one
+    (where Dirichlet(10) collapses). On the one-class crowd the learned class prior follows the
+    spammers' class (MACE(): 0.615, crowd-kit as given 0.368): the uniform one that BIC keeps
+    reaches crowd-kit's aligned 0.6425."""
+    crowd = simulate_spammer_crowd(n_classes=4, spammer_share=share, spammer_kind=kind)
+    model = fit(MACE(learn_prevalence=class_prior), crowd.labels)
+    assert learned[0] < model.strategy_concentration_ < learned[1]
+    # crowd-kit MACE()'s accuracy, the higher of as given and aligned (0.368 as given on the
+    # one-class crowd; benchmarks/labels/results/mace_vs_crowdkit_crowdkit*.csv)
+    assert accuracy(crowd.truth, model.labels_) >= crowdkit - BAR
+    fixed = fit(MACE(learn_prevalence=class_prior, learn_strategy_prior=False), crowd.labels)
+    assert fixed.strategy_concentration_ is None
+    if kind == "uniform":
+        assert accuracy(crowd.truth, fixed.labels_) < crowdkit - BAR
+
+
+def test_vb_does_not_learn_the_strategy_prior():
+    frame = simulate_spammer_crowd(n_tasks=20, n_workers=10, labels_per_task=3).labels
+    with pytest.raises(ValueError, match="learn_strategy_prior=True is EM's"):
+        MACE(variational=True, learn_strategy_prior=True).fit(frame)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 from abc import abstractmethod
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -16,11 +17,12 @@ from ...annotators.questions import (
     held_out_confusion_counts,
     label_question_values,
 )
+from ...base import OptionalResult
 from ...data import Labels, as_labels
 from ...data.io import TableLike
 from ...roles import LabelAggregator
 
-__all__ = ["LabelModel", "clamp_gold", "feedback_tasks", "vote_share_start"]
+__all__ = ["HeldOutCounts", "LabelModel", "clamp_gold", "feedback_tasks", "vote_share_start"]
 
 
 def clamp_gold(log_weights: np.ndarray, gold_codes: np.ndarray) -> np.ndarray:
@@ -111,6 +113,73 @@ def vote_share_start(labels: Labels) -> np.ndarray:
     return resp
 
 
+#: where a fit leaves what ``held_out_counts_`` is computed from until it is first read
+_PENDING = "_held_out_pending"
+
+
+@dataclass(frozen=True)
+class HeldOutCounts:
+    """What ``held_out_counts_`` is computed from, kept by a fit (references, no copies) until
+    the result is first read: the fitted ``labels``, the fit's ``confusion`` and
+    ``prevalence`` (the objects the fit stored; a later fit stores new ones), and the
+    ``previous`` counts to add (an update with labels on new tasks), or None.
+
+    Computing them costs more than a Dawid–Skene fit of 20 iterations (a posterior per label
+    without the label's worker), and only :meth:`LabelModel.suggest` (and a saved file) reads
+    them, so a fit no longer pays for them."""
+
+    labels: Labels
+    confusion: pd.DataFrame
+    prevalence: pd.Series
+    previous: pd.DataFrame | None = None
+
+    def counts(self) -> pd.DataFrame:
+        """The counts (:func:`~crowdbayes.annotators.questions.held_out_confusion_counts`),
+        shaped and indexed like ``confusion``; the other labels enter by ``confusion`` (the
+        posterior mean for a Bayesian model: each label's predictive probability given the
+        class)."""
+        labels, confusion = self.labels, self.confusion
+        k = labels.n_classes
+        fitted = pd.Index(confusion.index.get_level_values(0)[::k])
+        with np.errstate(divide="ignore"):
+            log_confusion = np.log(confusion.to_numpy().reshape(-1, k, k))
+            log_prevalence = np.log(self.prevalence.reindex(labels.classes).to_numpy(np.float64))
+        counts = held_out_confusion_counts(
+            labels.task_codes,
+            fitted.get_indexer(labels.workers)[labels.worker_codes],
+            labels.label_codes,
+            log_confusion,
+            np.maximum(log_prevalence, -700.0),
+            labels.gold_codes,
+            labels.cross_checked_tasks(),
+            pairs_distinct=labels.pairs_distinct,
+        )
+        frame = pd.DataFrame(
+            counts.reshape(-1, k), index=confusion.index, columns=confusion.columns
+        )
+        if self.previous is not None:
+            frame = frame.add(self.previous, fill_value=0.0).reindex(frame.index)
+        return frame
+
+
+class _LazyHeldOutCounts(OptionalResult):
+    """The result ``held_out_counts_`` of the role, computed on first read from what the fit
+    kept (:class:`HeldOutCounts`) and stored then, so that it is computed once, saved with the
+    model, and set as any result by a loaded file (an :class:`~crowdbayes.base.OptionalResult`:
+    None on a fitted model that has none)."""
+
+    def __get__(self, model, owner=None):
+        if model is None:
+            return self
+        pending = vars(model).get(_PENDING)
+        if pending is None:
+            return super().__get__(model, owner)
+        counts = pending.counts()
+        vars(model)["held_out_counts_"] = counts
+        del vars(model)[_PENDING]
+        return counts
+
+
 class LabelModel(LabelAggregator):
     """The label family's shared machinery under the role :class:`~crowdbayes.roles.
     LabelAggregator` (which fixes the results every label model holds): ``fit(labels) ->
@@ -118,14 +187,17 @@ class LabelModel(LabelAggregator):
     stored in the user's ids, and :meth:`suggest` values one more label per task (and
     worker).
 
-    The models with a confusion matrix per worker also store ``held_out_counts_`` —
+    The models with a confusion matrix per worker also have ``held_out_counts_`` —
     DataFrame shaped like ``confusion_``: each worker's labels counted against the posterior
     of the task from the other workers' labels, on the tasks someone else labelled too or
     that have gold (:func:`~crowdbayes.annotators.questions.held_out_confusion_counts`); what
-    :meth:`suggest` reads to choose which worker to ask.
+    :meth:`suggest` reads to choose which worker to ask. It is computed when first read (or
+    saved), from the labels and matrices the fit kept (:class:`HeldOutCounts`), not in every
+    fit.
     """
 
     _abstract = True
+    held_out_counts_ = _LazyHeldOutCounts()
 
     def fit(self, labels: Labels | TableLike, features=None, *, init=None) -> LabelModel:
         """Fit the model to ``labels`` (a :class:`~crowdbayes.Labels`, DataFrame or path);
@@ -181,8 +253,12 @@ class LabelModel(LabelAggregator):
         """Store class-major (K, n_tasks) probabilities as ``probas_`` and ``labels_``, and
         each worker's number of labels as ``worker_label_counts_`` (added to the previous
         counts with ``add_counts``, for an update with new labels)."""
+        if "column_totals" in vars(labels):  # counted by the fit already
+            per_worker = labels.column_totals.reshape(labels.n_workers, -1).sum(axis=1)
+        else:
+            per_worker = np.bincount(labels.worker_codes, minlength=labels.n_workers)
         counts = pd.Series(
-            np.bincount(labels.worker_codes, minlength=labels.n_workers),
+            per_worker.astype(np.int64),
             index=pd.Index(labels.workers, name="worker"),
             name="labels",
         )
@@ -196,34 +272,40 @@ class LabelModel(LabelAggregator):
         )
 
     def _set_held_out_counts(self, labels: Labels, *, add: bool = False) -> None:
-        """Store ``held_out_counts_`` for the fitted ``labels`` (added to the previous counts
-        with ``add``, for an update with labels on new tasks; an update of a model that has no
-        counts stores none, rather than counts of the batch alone). The other labels enter
-        by ``confusion_`` (the posterior mean for a Bayesian model: each label's predictive
-        probability given the class). Models without a confusion matrix per worker store
+        """Make ``held_out_counts_`` the counts of the fitted ``labels``, computed when first
+        read (:class:`HeldOutCounts`; added to the previous counts with ``add``, for an update
+        with labels on new tasks; an update of a model that has no counts gets none, rather
+        than counts of the batch alone). Models without a confusion matrix per worker get
         nothing."""
-        if not hasattr(self, "confusion_") or (add and self.held_out_counts_ is None):
+        state = vars(self)
+        previous = self.held_out_counts_ if add else None  # computed now, before the batch
+        state.pop(_PENDING, None)  # replaces the labels that the previous counts come from
+        if not add:
+            state.pop("held_out_counts_", None)
+        if "confusion_" not in state or (add and previous is None):
             return
-        k = labels.n_classes
-        fitted = pd.Index(self.confusion_.index.get_level_values(0)[::k])
-        with np.errstate(divide="ignore"):
-            log_confusion = np.log(self.confusion_.to_numpy().reshape(-1, k, k))
-            log_prevalence = np.log(self.prevalence_.reindex(labels.classes).to_numpy(np.float64))
-        counts = held_out_confusion_counts(
-            labels.task_codes,
-            fitted.get_indexer(labels.workers)[labels.worker_codes],
-            labels.label_codes,
-            log_confusion,
-            np.maximum(log_prevalence, -700.0),
-            labels.gold_codes,
-            labels.cross_checked_tasks(),
-        )
-        frame = pd.DataFrame(
-            counts.reshape(-1, k), index=self.confusion_.index, columns=self.confusion_.columns
-        )
-        if add:
-            frame = frame.add(self.held_out_counts_, fill_value=0.0).reindex(frame.index)
-        self.held_out_counts_ = frame
+        state.pop("held_out_counts_", None)
+        state[_PENDING] = HeldOutCounts(labels, self.confusion_, self.prevalence_, previous)
+
+    def _materialize(self) -> None:
+        """Compute the results that are computed on first read (``held_out_counts_``), here and
+        in a model kept inside (the one a chooser chose): what a saved file must hold."""
+        for value in [self, *vars(self).values()]:
+            if isinstance(value, LabelModel) and _PENDING in vars(value):
+                _ = value.held_out_counts_
+
+    def _get_state(self) -> dict:
+        self._materialize()
+        return super()._get_state()
+
+    def _set_state(self, state: dict) -> None:
+        self._forget_pending()  # the counts of the fit whose state this replaces
+        super()._set_state(state)
+
+    def _forget_pending(self) -> None:
+        """Drop what a previous fit kept for the results computed on first read (a new fit
+        sets its own, or none: a fit on Dask keeps no labels)."""
+        vars(self).pop(_PENDING, None)
 
     def _set_prevalence(self, labels: Labels, prevalence: np.ndarray) -> None:
         self.prevalence_ = pd.Series(prevalence, index=labels.classes, name="prevalence")

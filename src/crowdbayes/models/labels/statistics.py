@@ -132,6 +132,7 @@ class StatsLabelModel(LabelModel):
         """Store the iteration summary and every global result; ``ids`` has ``workers``,
         ``classes`` and ``n_classes`` (a :class:`Labels`, or the vocabulary of a distributed
         fit)."""
+        self._forget_pending()  # held-out counts are those of the labels fitted last
         self.n_iter_, self.converged_ = fit.n_iter, fit.converged
         if self.iterative:
             setattr(self, self.history_name, np.array(fit.history))
@@ -234,6 +235,7 @@ class StatsLabelModel(LabelModel):
                 f"model's {list(self.classes_)}"
             )
         self._check_shapes("partial_fit")
+        self._materialize()  # the held-out counts of the labels fitted so far, before they go
         new_workers = batch.workers[~batch.workers.isin(self.workers_)]
         workers = self.workers_.append(pd.Index(new_workers))
         self._check_capacity(batch.n_tasks, len(workers), batch.n_classes)

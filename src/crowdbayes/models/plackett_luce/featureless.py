@@ -42,38 +42,9 @@ from ...inference.driver import run_iterations
 from ...inference.parallel import resolve_n_jobs, run_chains
 from ...inference.squarem import squarem_cycle
 from ._base import ItemScoreModel
+from ._set_sums import SetSums
 
 __all__ = ["PlackettLuceMM", "PlackettLuceGibbs"]
-
-
-class _SetSums:
-    """The two sums over top-queries both algorithms need, specialised for pairs (where they are
-    two gathers and two ``bincount``s instead of segment reductions)."""
-
-    def __init__(self, rankings: Rankings) -> None:
-        self.n_items = rankings.n_items
-        self.only_pairs = rankings.only_pairs
-        self.items = rankings.stage_items
-        if self.only_pairs:
-            self.winners = np.ascontiguousarray(rankings.stage_items[0::2])
-            self.losers = np.ascontiguousarray(rankings.stage_items[1::2])
-        else:
-            self.member_stage = rankings.stage_of_member
-            self.n_stages = rankings.n_stages
-
-    def totals(self, scores: np.ndarray) -> np.ndarray:
-        """Σ_{t∈A_l} s_t for every top-query."""
-        if self.only_pairs:
-            return scores[self.winners] + scores[self.losers]
-        return np.bincount(self.member_stage, scores[self.items], self.n_stages)
-
-    def per_item(self, per_stage: np.ndarray) -> np.ndarray:
-        """Σ_l δ_li v_l: every set's value summed over the items it contains."""
-        if self.only_pairs:
-            return np.bincount(self.winners, per_stage, self.n_items) + np.bincount(
-                self.losers, per_stage, self.n_items
-            )
-        return np.bincount(self.items, per_stage[self.member_stage], self.n_items)
 
 
 def _wins(rankings: Rankings) -> np.ndarray:
@@ -138,22 +109,23 @@ class PlackettLuceMM(ItemScoreModel):
                 "PlackettLuceMM: with shape < 1 an item that never wins has no MAP score; "
                 "use shape >= 1"
             )
-        sums = _SetSums(rankings)
-        chosen = rankings.chosen
+        sums = SetSums(rankings)
         log_numerator = np.log(numerator)
 
         def mm_map(log_s: np.ndarray) -> np.ndarray:
             """Eq. 7 in log space."""
-            denominator = self.rate + sums.per_item(1.0 / sums.totals(np.exp(log_s)))
+            denominator = self.rate + sums.inverse_totals_per_item(log_s)
             new = log_numerator - np.log(denominator)
             if self.rate == 0:  # scale-free likelihood: fix the geometric mean at one
                 new -= new.mean()
             return new
 
         def log_posterior(log_s: np.ndarray) -> float:
-            scores = np.exp(log_s)
-            log_lik = log_s[chosen].sum() - np.log(sums.totals(scores)).sum()
-            return float(log_lik + (self.shape - 1.0) * log_s.sum() - self.rate * scores.sum())
+            # Σ_l log s_{c_l} = Σ_i n_i log s_i
+            log_lik = wins @ log_s - sums.log_totals(log_s)
+            return float(
+                log_lik + (self.shape - 1.0) * log_s.sum() - self.rate * np.exp(log_s).sum()
+            )
 
         state = {"log_s": np.zeros(rankings.n_items)}
 
@@ -268,7 +240,7 @@ class PlackettLuceGibbs(ItemScoreModel):
             for rng in spawn_generators(self.random_generator(), self.n_chains)
         ]
         shared = (
-            _SetSums(rankings),
+            SetSums(rankings, use_kernel=False),
             self.shape + _wins(rankings),
             float(self.shape),
             float(self.rate),
@@ -320,7 +292,7 @@ class _ScoreChain:
 def _caron_doucet_sweep(
     chain: _ScoreChain,
     sweep: int,
-    sums: _SetSums,
+    sums: SetSums,
     posterior_shape: np.ndarray,
     shape: float,
     rate: float,

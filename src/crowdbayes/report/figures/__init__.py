@@ -11,6 +11,8 @@ label models                  :func:`worker_reliability`, :func:`confusion_matri
                               :func:`class_probabilities`, :func:`calibration` (with gold),
                               :func:`label_counts` (the data)
 Plackett–Luce, GP preferences :func:`ranked_items`, :func:`feature_weights`
+leaderboards from battles     :func:`board_scores`, :func:`win_rates`,
+                              :func:`rank_probabilities`, :func:`style_coefficients`
 communities of preferences    :func:`community_members`, :func:`community_utilities`
 crowd clustering              :func:`cluster_embedding`, :func:`worker_alpha_beta`
 any iterative model           :func:`convergence` (objective, chains, R-hat)
@@ -27,8 +29,10 @@ from .labels import (
     label_counts,
     worker_reliability,
 )
+from .leaderboard import board_scores, rank_probabilities, style_coefficients, win_rates
 
 __all__ = [
+    "board_scores",
     "calibration",
     "class_probabilities",
     "cluster_embedding",
@@ -38,7 +42,10 @@ __all__ = [
     "convergence",
     "feature_weights",
     "label_counts",
+    "rank_probabilities",
     "ranked_items",
+    "style_coefficients",
     "worker_alpha_beta",
+    "win_rates",
     "worker_reliability",
 ]

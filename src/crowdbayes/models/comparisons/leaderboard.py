@@ -1,0 +1,471 @@
+r"""A leaderboard from pairwise battles: scores, intervals, ranks and their uncertainty.
+
+Each model ``i`` has a score :math:`s_i`; a battle between ``a`` and ``b`` with covariates
+(side differences, a minus b) ``x`` has the difference :math:`d = s_a - s_b + x^\top\beta` and
+its outcome follows Bradley & Terry (1952) with ties either by Davidson (1970) — a tie strength
+ν fitted with the scores — or counted as half a win for each side (the Chatbot Arena's
+convention, Chiang et al. 2024, whose style control is the covariate term). The fit is Newton's
+method over the models on the battles counted once per distinct ``(pair, outcome, covariates)``
+row (:mod:`._battles_fit`), so its cost does not grow with the number of battles.
+
+Without ``prior_scale`` the scores are the maximum-likelihood ones, centred; with it the prior
+:math:`s_i \sim N(0, \sigma^2)` shrinks the scores of rarely played models towards the mean.
+Intervals (:mod:`._leaderboard_intervals`) come from the Laplace approximation, the sandwich
+estimator or a multinomial bootstrap over the counted battles; ranks, rank intervals and
+P(rank 1) come from draws of the scores. :meth:`Leaderboard.robustness` finds how few battles
+decide each adjacent pair at the top, by the influence approximation (the "approximate maximum
+influence perturbation" of Broderick, Giordano & Meager 2020), and checks it by refitting.
+
+References
+----------
+Bradley, R. A. & Terry, M. E. (1952). Rank analysis of incomplete block designs. Biometrika 39.
+Davidson, R. R. (1970). On extending the Bradley–Terry model to accommodate ties in paired
+comparison experiments. JASA 65(329).
+Chiang, W.-L. et al. (2024). Chatbot Arena: an open platform for evaluating LLMs by human
+preference. ICML.
+Broderick, T., Giordano, R. & Meager, R. (2020). An automatic finite-sample robustness metric:
+when can dropping a little data make a big difference? arXiv:2011.14999.
+"""
+
+from __future__ import annotations
+
+import warnings
+from numbers import Integral
+
+import numpy as np
+import pandas as pd
+
+from ...base import (
+    NON_NEGATIVE_INT,
+    OPEN_UNIT,
+    POSITIVE,
+    POSITIVE_INT,
+    RANDOM_STATE,
+    TOLERANCE,
+    Options,
+)
+from ...data.battles import A_WINS, B_WINS, TIE, BattleCounts, Battles
+from ...data.comparisons import Comparisons
+from ...exceptions import ConvergenceWarning, DataWarning
+from ._base import BradleyTerryBase
+from ._battles_fit import BattleProblem, Mode
+from ._leaderboard_intervals import (
+    bootstrap_draws,
+    gaussian_draws,
+    laplace_covariance,
+    rank_draws,
+    rank_table,
+    sandwich_covariance,
+)
+from ._leaderboard_robustness import flip_table
+
+__all__ = ["Leaderboard"]
+
+#: Elo-style scale: 400 points per factor 10 of the odds, centred at 1000 (the arena's)
+ELO_FACTOR, ELO_CENTRE = 400.0 / np.log(10.0), 1000.0
+#: Gaussian draws of the scores for the rank summaries (Laplace and sandwich)
+N_RANK_DRAWS = 2000
+INTERVALS = ("laplace", "sandwich", "bootstrap")
+#: the most models the dense Newton solver takes (its Hessian is models² doubles)
+MAX_MODELS = 5000
+
+
+class Leaderboard(BradleyTerryBase):
+    r"""A leaderboard from pairwise battles (module docstring).
+
+    Parameters
+    ----------
+    tie_model : {"davidson", "half"}
+        Davidson ties (a fitted tie strength, ``tie_strength_``) or a tie as half a win each
+        (the arena's convention).
+    scale : {"logit", "elo"}
+        Scores on the log-odds scale, or Elo-style points (400 / ln 10 per logit, centred at
+        1000).
+    anchor : str, optional
+        A model whose score is fixed at 0 (logit) or 1000 (Elo); default: the mean score is.
+    prior_scale : float, optional
+        Prior sd σ of the scores (shrinkage of sparsely played models); None: no prior.
+    interval : {"laplace", "sandwich", "bootstrap"}
+        What ``board_``'s intervals and ranks come from (:meth:`intervals` gives any).
+    n_bootstrap : int
+        Replicates of the bootstrap: each refitted from the full-data mode; with covariates on
+        more than ``KSTEP_ROWS`` (20,000) distinct battle rows, two Newton steps with the
+        full-data Hessian instead (the k-step bootstrap, Andrews 2002; within O(N^-3/2) of a
+        refit: :func:`._leaderboard_intervals.kstep_draws`).
+    credible_level : float
+        Level of the intervals.
+    min_battles : int
+        Models with fewer battles are listed in ``sparse_models_`` (and warned).
+    max_iter, tol : Newton steps at most, and the largest parameter change to stop at.
+    random_state : seed of the rank draws and the bootstrap.
+    progress : bool
+        Accepted like every model's; the fit takes a few Newton steps and reports nothing.
+
+    Without a prior, battles that split the models into groups that never meet are refused,
+    and a model that wins (or loses) every battle is warned (its score is infinite); a
+    bootstrap replicate without finite scores is left out, with a warning giving the count.
+
+    Attributes
+    ----------
+    board_ : DataFrame indexed by model, best first: ``score, lower, upper, rank, rank_lower,
+        rank_upper, p_rank1, battles, win_rate``
+    style_ : DataFrame indexed by covariate: ``coef, lower, upper``
+    utility_ : DataFrame (models × [mean, sd, lower, upper]), centred logit scores (Laplace)
+    sparse_models_ : list, tie_strength_ : float, n_battles_ : int
+    n_iter_, converged_, objective_history_ : Newton steps, convergence, and the objective
+        (log-likelihood plus the log priors in use) after each step
+    """
+
+    parameter_constraints = {
+        "tie_model": [Options("davidson", "half")],
+        "scale": [Options("logit", "elo")],
+        "anchor": [str, Integral, None],
+        "prior_scale": [POSITIVE, None],
+        "interval": [Options(*INTERVALS)],
+        "n_bootstrap": [POSITIVE_INT],
+        "credible_level": [OPEN_UNIT],
+        "min_battles": [NON_NEGATIVE_INT],
+        "max_iter": [POSITIVE_INT],
+        "tol": TOLERANCE,
+        "random_state": RANDOM_STATE,
+        "progress": [bool],
+    }
+    _tags = {"partial_fit": True}
+
+    def __init__(
+        self,
+        tie_model: str = "davidson",
+        scale: str = "logit",
+        anchor=None,
+        prior_scale: float | None = None,
+        interval: str = "laplace",
+        n_bootstrap: int = 1000,
+        credible_level: float = 0.9,
+        min_battles: int = 50,
+        max_iter: int = 100,
+        tol: float | None = 1e-10,
+        random_state=None,
+        progress: bool = False,
+    ) -> None:
+        self.tie_model = tie_model
+        self.scale = scale
+        self.anchor = anchor
+        self.prior_scale = prior_scale
+        self.interval = interval
+        self.n_bootstrap = n_bootstrap
+        self.credible_level = credible_level
+        self.min_battles = min_battles
+        self.max_iter = max_iter
+        self.tol = tol
+        self.random_state = random_state
+        self.progress = progress
+
+    # ------------------------------------------------------------------ fitting
+    def fit(self, data) -> Leaderboard:
+        """Fit to battles: a :class:`~crowdbayes.data.battles.Battles`, a ``model_a, model_b,
+        winner`` table or path, or comparisons (a :class:`~crowdbayes.Comparisons` or a
+        ``worker, left, right, label`` DataFrame; left = a, right = b)."""
+        self.check_params()
+        model_ids, counts, names, mean, scale = _read(data)
+        self._covariates = {"names": list(names), "mean": mean, "scale": scale}
+        return self._fit_counts(model_ids, counts, start=None)
+
+    def partial_fit(self, data) -> Leaderboard:
+        """Add new battles to the counts kept from the previous fit (the daily update) and
+        refit from the previous mode; new models join the board. Unfitted: :meth:`fit`."""
+        if not self.is_fitted():
+            return self.fit(data)
+        self.check_params()
+        names = self._covariates["names"]
+        if isinstance(data, Battles):
+            new = data
+            if list(new.covariate_names) != names:
+                raise ValueError(
+                    f"partial_fit: the new battles have covariates {list(new.covariate_names)}; "
+                    f"the fit had {names}"
+                )
+            raw = new.X * new.covariate_scale + new.covariate_mean
+        else:
+            new = Battles(data, covariates=names or None, standardize=False)
+            raw = new.X
+        X = (raw - self._covariates["mean"]) / self._covariates["scale"]
+        old_ids = self.item_ids_
+        model_ids = old_ids.append(new.model_ids.difference(old_ids))
+        code = model_ids.get_indexer(new.model_ids)
+        fresh = BattleCounts.of(len(model_ids), code[new.a], code[new.b], new.outcome, X)
+        old = self._stored_counts(len(model_ids))
+        start = self._mode_z(len(model_ids))
+        return self._fit_counts(pd.Index(model_ids, name="model"), old.merged(fresh), start)
+
+    def _fit_counts(self, model_ids: pd.Index, counts: BattleCounts, start) -> Leaderboard:
+        if counts.n_models > MAX_MODELS:
+            raise ValueError(
+                f"Leaderboard: {counts.n_models} models; its dense Newton solver takes at most "
+                f"{MAX_MODELS} (a {MAX_MODELS}² Hessian is 200 MB)"
+            )
+        if self.anchor is not None and self.anchor not in model_ids:
+            raise ValueError(f"Leaderboard: anchor {self.anchor!r} is not one of the models")
+        if self.prior_scale is None:
+            _check_identified(counts, model_ids)
+        problem = self._problem(counts)
+        mode = problem.maximise(start, max_iter=self.max_iter, tol=self._tol())
+        if not mode.converged:
+            warnings.warn(
+                f"Leaderboard: Newton did not converge in {self.max_iter} steps",
+                ConvergenceWarning,
+                stacklevel=3,
+            )
+        n = counts.n_models
+        self._rows = {
+            "a": counts.a,
+            "b": counts.b,
+            "outcome": counts.outcome,
+            "X": counts.X,
+            "count": counts.count,
+        }
+        self._mode = {"z": mode.z, "matrix": mode.matrix}
+        self.n_iter_, self.converged_ = mode.n_iter, mode.converged
+        self.objective_history_ = np.array(mode.history)
+        self.tie_strength_ = float(np.exp(mode.z[-1])) if problem.davidson else 0.0
+        self.n_battles_ = counts.n_battles
+        cov = laplace_covariance(mode, n)
+        sd = np.sqrt(np.clip(np.diag(cov)[:n], 0.0, None))
+        self._set_scores(_Ids(model_ids), mode.z[:n] - mode.z[:n].mean(), sd**2)
+        self._draws = self._draws_of(self.interval, problem, mode)
+        battles = counts.battles_per_model()
+        self.sparse_models_ = list(model_ids[battles < self.min_battles])
+        if self.sparse_models_:
+            shown = ", ".join(map(str, self.sparse_models_[:10]))
+            more = len(self.sparse_models_) - 10
+            warnings.warn(
+                f"Leaderboard: {len(self.sparse_models_)} model(s) have fewer than "
+                f"{self.min_battles} battles: {shown}{f' and {more} more' if more > 0 else ''}"
+                + ("" if self.prior_scale else "; set prior_scale to shrink their scores"),
+                DataWarning,
+                stacklevel=3,
+            )
+        self._summarise(battles, counts.wins_per_model())
+        return self
+
+    def _tol(self) -> float:
+        return 1e-10 if self.tol is None else float(self.tol)
+
+    def _problem(self, counts: BattleCounts) -> BattleProblem:
+        prior_var = None if self.prior_scale is None else float(self.prior_scale) ** 2
+        return BattleProblem(counts, self.tie_model, prior_var)
+
+    def _stored_counts(self, n_models: int | None = None) -> BattleCounts:
+        r = self._rows
+        n = len(self.item_ids_) if n_models is None else n_models
+        return BattleCounts(n, r["a"], r["b"], r["outcome"], r["X"], r["count"])
+
+    def _mode_z(self, n_models: int) -> np.ndarray:
+        z, n = self._mode["z"], len(self.item_ids_)
+        return np.concatenate([z[:n], np.zeros(n_models - n), z[n:]])
+
+    def _fitted_problem(self) -> tuple[BattleProblem, Mode]:
+        problem = self._problem(self._stored_counts())
+        return problem, Mode(self._mode["z"], self._mode["matrix"], self.n_iter_, True, 0.0)
+
+    def _draws_of(self, method: str, problem: BattleProblem, mode: Mode) -> np.ndarray:
+        """(draws, parameters) of ``method`` (scores centred)."""
+        rng = self.random_generator()
+        if method == "bootstrap":
+            draws = bootstrap_draws(problem, mode, self.n_bootstrap, rng, tol=1e-8)
+            failed = np.isnan(draws).any(axis=1)
+            if failed.all():
+                raise ValueError(
+                    "Leaderboard: no bootstrap replicate has finite scores (models that win or "
+                    "lose all their resampled battles); set prior_scale, or use "
+                    "interval='laplace' or 'sandwich'"
+                )
+            if failed.any():
+                warnings.warn(
+                    f"Leaderboard: {int(failed.sum())} of {len(draws)} bootstrap replicates "
+                    "have no finite maximum-likelihood scores (a model won or lost all its "
+                    "resampled battles) and are left out; set prior_scale to keep them all",
+                    DataWarning,
+                    stacklevel=4,
+                )
+            return draws[~failed]
+        n = problem.n
+        cov = laplace_covariance(mode, n) if method == "laplace" else None
+        if method == "sandwich":
+            cov = sandwich_covariance(problem, mode)
+        z = mode.z.copy()
+        z[:n] -= z[:n].mean()
+        return gaussian_draws(z, cov, N_RANK_DRAWS, rng)
+
+    # ------------------------------------------------------------------ summaries
+    def _transform(self, values: np.ndarray) -> np.ndarray:
+        """Centred logit scores (last axis: models) on the board's scale and anchor."""
+        if self.anchor is not None:
+            values = values - values[..., [self.item_ids_.get_loc(self.anchor)]]
+        if self.scale == "elo":
+            return ELO_CENTRE + ELO_FACTOR * values
+        return values
+
+    def _coef_factor(self) -> float:
+        return ELO_FACTOR if self.scale == "elo" else 1.0
+
+    def _interval_table(self, draws: np.ndarray) -> pd.DataFrame:
+        n = len(self.item_ids_)
+        alpha = (1 - self.credible_level) / 2
+        point = self._transform(self._mode["z"][:n] - self._mode["z"][:n].mean())
+        scores = self._transform(draws[:, :n])
+        lower, upper = np.quantile(scores, [alpha, 1 - alpha], axis=0)
+        return pd.DataFrame(
+            {"score": point, "lower": lower, "upper": upper}, index=self.item_ids_.copy()
+        )
+
+    def _summarise(self, battles: np.ndarray, wins: np.ndarray) -> None:
+        n = len(self.item_ids_)
+        table = self._interval_table(self._draws)
+        ranks = rank_draws(self._draws[:, :n])
+        alpha = (1 - self.credible_level) / 2
+        order = np.argsort(-table["score"].to_numpy(), kind="stable")
+        point_rank = np.empty(n, dtype=np.int64)
+        point_rank[order] = np.arange(1, n + 1)
+        table["rank"] = point_rank
+        table["rank_lower"] = np.quantile(ranks, alpha, axis=0, method="lower").astype(np.int64)
+        table["rank_upper"] = np.quantile(ranks, 1 - alpha, axis=0, method="higher").astype(
+            np.int64
+        )
+        table["p_rank1"] = (ranks == 1).mean(axis=0)
+        table["battles"] = battles.astype(np.int64)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            table["win_rate"] = wins / battles
+        self.board_ = table.iloc[order]
+        names = self._covariates["names"]
+        k = len(names)
+        beta = self._mode["z"][n : n + k]
+        draws = self._draws[:, n : n + k]
+        lower, upper = (
+            np.quantile(draws, [alpha, 1 - alpha], axis=0) if k else (np.zeros(0), np.zeros(0))
+        )
+        factor = self._coef_factor()
+        self.style_ = pd.DataFrame(
+            {"coef": factor * beta, "lower": factor * lower, "upper": factor * upper},
+            index=pd.Index(names, name="covariate", dtype=object),
+        )
+
+    # ------------------------------------------------------------------ results on request
+    def intervals(self, method: str = "laplace") -> pd.DataFrame:
+        """``score, lower, upper`` per model (board order) by ``method``: ``"laplace"``,
+        ``"sandwich"`` or ``"bootstrap"`` (seeded by ``random_state``)."""
+        self.check_is_fitted()
+        if method not in INTERVALS:
+            raise ValueError(f"intervals: method must be one of {INTERVALS}; got {method!r}")
+        draws = self._draws
+        if method != self.interval:
+            draws = self._draws_of(method, *self._fitted_problem())
+        return self._interval_table(draws).loc[self.board_.index]
+
+    def rank_probabilities(self) -> pd.DataFrame:
+        """P(model has rank r): models (board order) × ranks 1..n, from the draws of
+        ``interval``."""
+        self.check_is_fitted()
+        n = len(self.item_ids_)
+        table = rank_table(rank_draws(self._draws[:, :n]))
+        frame = pd.DataFrame(
+            table, index=self.item_ids_.copy(), columns=pd.RangeIndex(1, n + 1, name="rank")
+        )
+        return frame.loc[self.board_.index]
+
+    def win_rate_matrix(self) -> pd.DataFrame:
+        """Share of battles row beats column (a tie half), NaN where they never met."""
+        self.check_is_fitted()
+        c = self._stored_counts()
+        n = c.n_models
+        a_score = np.where(c.outcome == A_WINS, 1.0, np.where(c.outcome == TIE, 0.5, 0.0))
+        wins = np.zeros((n, n))
+        games = np.zeros((n, n))
+        np.add.at(wins, (c.a, c.b), a_score * c.count)
+        np.add.at(wins, (c.b, c.a), (1 - a_score) * c.count)
+        np.add.at(games, (c.a, c.b), c.count)
+        np.add.at(games, (c.b, c.a), c.count)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            rate = np.where(games > 0, wins / games, np.nan)
+        ids = self.item_ids_
+        frame = pd.DataFrame(rate, index=ids.copy(), columns=ids.copy())
+        return frame.loc[self.board_.index, self.board_.index]
+
+    def robustness(self, top_k: int = 1) -> pd.DataFrame:
+        """For each adjacent pair of ranks among the top ``top_k + 1`` models: the fewest
+        battles whose removal swaps the pair, by the influence approximation, and whether a
+        refit without them does swap it (:mod:`._leaderboard_robustness`)."""
+        self.check_is_fitted()
+        if not isinstance(top_k, Integral) or top_k < 1:
+            raise ValueError(f"robustness: top_k must be a positive integer; got {top_k!r}")
+        problem, mode = self._fitted_problem()
+        order = self.item_ids_.get_indexer(self.board_.index)
+        pairs = [(order[r], order[r + 1]) for r in range(min(top_k, len(order) - 1))]
+        table = flip_table(problem, mode, pairs, tol=self._tol())
+        table.insert(1, "model_above", self.item_ids_[[p[0] for p in pairs]])
+        table.insert(2, "model_below", self.item_ids_[[p[1] for p in pairs]])
+        return table
+
+
+class _Ids:
+    """What :meth:`BradleyTerryBase._set_scores` reads of the data: the item ids."""
+
+    def __init__(self, ids: pd.Index) -> None:
+        self.item_ids = ids
+
+
+def _check_identified(counts: BattleCounts, model_ids: pd.Index) -> None:
+    """Without a prior the scores exist only on a connected comparison graph (refused
+    otherwise), and are finite only when every split of the models into two groups has a win
+    each way across it (Zermelo 1929; Ford 1957): its directed win graph, a tie an edge each
+    way, strongly connected (warned otherwise)."""
+    from scipy.sparse import csr_matrix
+    from scipy.sparse.csgraph import connected_components
+
+    n = counts.n_models
+    ones = np.ones(counts.n_rows)
+    graph = csr_matrix((ones, (counts.a, counts.b)), shape=(n, n))
+    parts, labels = connected_components(graph, directed=False)
+    if parts > 1:
+        sizes = np.bincount(labels)
+        small = model_ids[labels == np.argmin(sizes)]
+        raise ValueError(
+            f"Leaderboard: the battles form {parts} unconnected groups of models (e.g. "
+            f"{', '.join(map(str, small[:5]))} never meet the others), so their scores cannot "
+            "be compared; give prior_scale= or fit each group alone"
+        )
+    a_beats = counts.outcome != B_WINS  # a beat b, or a tie: an edge a -> b
+    b_beats = counts.outcome != A_WINS
+    source = np.concatenate([counts.a[a_beats], counts.b[b_beats]])
+    target = np.concatenate([counts.b[a_beats], counts.a[b_beats]])
+    beats = csr_matrix((np.ones(len(source)), (source, target)), shape=(n, n))
+    parts, labels = connected_components(beats, directed=True, connection="strong")
+    if parts > 1:
+        warnings.warn(
+            f"Leaderboard: some models won (or lost) every battle against the rest, so their "
+            f"maximum-likelihood scores are infinite ({parts} groups that never beat each other "
+            "both ways); give prior_scale= for finite scores",
+            DataWarning,
+            stacklevel=4,
+        )
+
+
+def _read(data):
+    """``(model_ids, counts, covariate names, means, scales)`` of any accepted input."""
+    if (
+        isinstance(data, pd.DataFrame)
+        and "model_a" not in data.columns
+        and {"left", "right", "label"} <= set(data.columns)
+    ):
+        data = Comparisons(data)  # the role's worker, left, right, label table
+    if isinstance(data, Comparisons):
+        outcome = np.where(data.outcome > 0, A_WINS, np.where(data.outcome < 0, B_WINS, TIE))
+        counts = BattleCounts.of(data.n_items, data.left_codes, data.right_codes, outcome, None)
+        return pd.Index(data.item_ids, name="model"), counts, (), np.zeros(0), np.ones(0)
+    battles = data if isinstance(data, Battles) else Battles(data)
+    return (
+        battles.model_ids,
+        battles.counts(),
+        battles.covariate_names,
+        battles.covariate_mean,
+        battles.covariate_scale,
+    )
