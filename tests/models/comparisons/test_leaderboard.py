@@ -215,6 +215,12 @@ def test_rank_summaries_are_consistent():
     off = ~np.eye(len(rates), dtype=bool)
     np.testing.assert_allclose(both.to_numpy()[off], 1.0)
     assert board["battles"].sum() == 2 * 1500
+    # the first `top` models only (a dense table of every model does not fit 100,000 models)
+    pd.testing.assert_frame_equal(model.win_rate_matrix(top=3), rates.iloc[:3, :3])
+    pd.testing.assert_frame_equal(model.rank_probabilities(top=3), table.iloc[:3])
+    assert list(table.index) == list(board.index)
+    with pytest.raises(ValueError, match="top must be a positive integer"):
+        model.win_rate_matrix(top=0)
 
 
 def test_elo_scale_and_anchor():
@@ -419,13 +425,56 @@ def test_bootstrap_replicates_without_a_finite_fit_are_left_out_and_warned():
     assert np.isfinite(model.board_[["lower", "upper"]].to_numpy()).all()
 
 
-def test_too_many_models_for_the_dense_solver_is_one_line():
-    from crowdbayes.models.comparisons.leaderboard import MAX_MODELS
+@pytest.mark.parametrize(
+    "coef, options",
+    [((), {}), ((), {"prior_scale": 1.0}), ((0.3, -0.2), {}), ((0.3,), {"tie_model": "half"})],
+)
+def test_the_sparse_path_gives_the_dense_scores_sds_and_robustness(monkeypatch, coef, options):
+    import crowdbayes.models.comparisons.leaderboard as module
 
-    ids = [f"m{i}" for i in range(MAX_MODELS + 1)]
-    frame = pd.DataFrame({"model_a": ids[:-1], "model_b": ids[1:], "winner": "tie"})
-    with pytest.raises(ValueError, match=f"{MAX_MODELS + 1} models; .* at most {MAX_MODELS}"):
-        Leaderboard().fit(frame)
+    sim = simulate_battles(30, 3000, coef=coef, random_state=21)
+    battles = Battles(sim.battles, covariates=list(sim.coef.index) or None)
+    dense = quiet_fit(Leaderboard(random_state=0, **options), battles)
+    monkeypatch.setattr(module, "SPARSE_MODELS", 0)
+    sparse = quiet_fit(Leaderboard(random_state=0, **options), battles)
+    assert sparse.sparse_path_ and not dense.sparse_path_ and sparse.variance_error_ == 0.0
+    np.testing.assert_allclose(
+        sparse.utility_.to_numpy()[:, :2], dense.utility_.to_numpy()[:, :2], atol=1e-8
+    )
+    np.testing.assert_allclose(sparse.style_["coef"], dense.style_["coef"], atol=1e-8)
+    # the covariates' intervals come from their exact covariance block: Monte Carlo apart
+    np.testing.assert_allclose(sparse.style_["lower"], dense.style_["lower"], atol=0.02)
+    pd.testing.assert_frame_equal(sparse.robustness(2), dense.robustness(2))
+
+
+@pytest.mark.slow
+def test_the_estimated_sparse_variances_are_close_to_the_exact_ones(monkeypatch):
+    import crowdbayes.models.comparisons._leaderboard_intervals as intervals
+    import crowdbayes.models.comparisons.leaderboard as module
+
+    monkeypatch.setattr(module, "SPARSE_MODELS", 0)
+    battles = Battles(simulate_battles(1000, 60_000, random_state=22).battles)
+    exact = quiet_fit(Leaderboard(random_state=0, min_battles=0), battles)
+    monkeypatch.setattr(intervals, "EXACT_VARIANCE_WORK", 0)
+    estimated = quiet_fit(Leaderboard(random_state=0, min_battles=0), battles)
+    assert exact.variance_error_ == 0.0 and 0.0 < estimated.variance_error_ < 0.05
+    ratio = estimated.utility_["sd"] / exact.utility_["sd"]
+    assert np.abs(ratio - 1).max() < 0.03
+    assert abs(ratio.mean() - 1) < 0.002  # unbiased
+    np.testing.assert_allclose(estimated.utility_["mean"], exact.utility_["mean"], atol=1e-8)
+
+
+@pytest.mark.parametrize("interval", ["sandwich", "bootstrap"])
+def test_the_sparse_path_refuses_dense_intervals_in_one_line(monkeypatch, interval):
+    import crowdbayes.models.comparisons.leaderboard as module
+
+    monkeypatch.setattr(module, "SPARSE_MODELS", 3)
+    battles = simulate_battles(5, 500, random_state=23).battles
+    with pytest.raises(ValueError, match=r"5\); use interval='laplace'$"):
+        Leaderboard(interval=interval).fit(battles)
+    model = quiet_fit(Leaderboard(), battles)
+    with pytest.raises(ValueError, match=f"{interval} intervals need the dense Hessian"):
+        model.intervals(interval)
 
 
 def test_partial_fit_before_fit_is_a_fit():

@@ -20,6 +20,13 @@ The scores are identified only up to a shift. With ``prior_var`` (shrinkage) the
 centres it (:math:`\sum_i s_i = 0`) and makes minus the Hessian :math:`M` positive definite;
 on the centred scores :math:`P M^{-1} P` (``P`` the centring projector) is then the
 pseudo-inverse of the likelihood's information, the Laplace covariance.
+
+**Sparse path** (``sparse=True``, large boards): minus the Hessian is kept as
+:class:`SparseHessian` — the comparison graph's weighted Laplacian (a scipy sparse matrix, with
+the covariates' and θ's few dense rows and columns) plus the centring term :math:`c\,u u^\top`
+(``u`` the scores' indicator) applied as a rank-one product — and Newton systems are solved by
+conjugate gradients with a Jacobi preconditioner (Hestenes & Stiefel 1952; several right-hand
+sides at once, each with its own step lengths): O(pairs) per iteration, no dense matrix.
 """
 
 from __future__ import annotations
@@ -27,16 +34,86 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import scipy.sparse as sp
 from scipy.linalg import cho_factor, cho_solve
 
 from ...data.battles import TIE, BattleCounts
 from ._davidson import outcome_log_probs, weighted_terms
 from ._solver import TIE_PRIOR_MEAN, TIE_PRIOR_SD
 
-__all__ = ["BattleProblem", "Mode"]
+__all__ = ["BattleProblem", "Mode", "SparseHessian", "solve"]
 
 #: weight of the centring term when the scores have no prior
 _CENTRING = 1.0
+#: relative residual at which a conjugate-gradient solve stops, and its most iterations
+CG_RTOL, CG_MAX_ITER = 1e-12, 2000
+
+
+class SparseHessian:
+    r"""Minus the Hessian as ``matrix + c·uuᵀ``: ``matrix`` sparse symmetric, ``u`` the
+    indicator of the scores (the first ``n`` parameters) and ``c`` the centring weight (0 with
+    a prior). Positive definite; :meth:`solve` by Jacobi-preconditioned conjugate gradients."""
+
+    def __init__(self, matrix: sp.csr_matrix, n: int, centring: float) -> None:
+        self.matrix, self.n, self.centring = matrix, n, centring
+        self.diagonal = matrix.diagonal().copy()
+        self.diagonal[:n] += centring
+        self.shape = matrix.shape
+
+    def dot(self, x: np.ndarray) -> np.ndarray:
+        out = self.matrix @ x
+        if self.centring:
+            out[: self.n] += self.centring * x[: self.n].sum(axis=0)
+        return out
+
+    def solve(self, rhs: np.ndarray) -> np.ndarray:
+        """``M⁻¹ rhs`` (one vector, or one per column) by preconditioned conjugate gradients,
+        each column to a relative residual :data:`CG_RTOL`; raises ``LinAlgError`` if a
+        column has not got there in :data:`CG_MAX_ITER` iterations."""
+        B = np.asarray(rhs, dtype=np.float64)
+        single = B.ndim == 1
+        B = B[:, None] if single else B
+        inverse = 1.0 / self.diagonal[:, None]
+        out = np.zeros_like(B)
+        columns = np.arange(B.shape[1])  # those still iterating; the arrays hold only them
+        X, R = np.zeros_like(B), B.copy()
+        Z = inverse * R
+        P = Z.copy()
+        rz = np.einsum("ij,ij->j", R, Z)
+        target = CG_RTOL * np.sqrt(np.einsum("ij,ij->j", B, B))
+        for _ in range(CG_MAX_ITER + 1):
+            done = np.sqrt(np.einsum("ij,ij->j", R, R)) <= target
+            if done.any():
+                out[:, columns[done]] = X[:, done]
+                keep = ~done
+                columns, X, R, P, rz, target = (
+                    columns[keep],
+                    X[:, keep],
+                    R[:, keep],
+                    P[:, keep],
+                    rz[keep],
+                    target[keep],
+                )
+            if not columns.size:
+                return out[:, 0] if single else out
+            Q = self.dot(P)
+            alpha = rz / np.einsum("ij,ij->j", P, Q)
+            X += alpha * P
+            R -= alpha * Q
+            Z = inverse * R
+            new = np.einsum("ij,ij->j", R, Z)
+            P = Z + (new / rz) * P
+            rz = new
+        raise np.linalg.LinAlgError(
+            f"conjugate gradients did not converge in {CG_MAX_ITER} iterations"
+        )
+
+
+def solve(matrix, rhs: np.ndarray) -> np.ndarray:
+    """``matrix⁻¹ rhs`` for minus a Hessian, dense (Cholesky) or :class:`SparseHessian`."""
+    if isinstance(matrix, SparseHessian):
+        return matrix.solve(rhs)
+    return cho_solve(cho_factor(matrix, lower=True, check_finite=False), rhs, check_finite=False)
 
 
 @dataclass
@@ -54,14 +131,17 @@ class Mode:
 class BattleProblem:
     """The log posterior of ``z = (s, β, θ)`` given counted battles (module docstring)."""
 
-    def __init__(self, counts: BattleCounts, tie_model: str, prior_var: float | None) -> None:
+    def __init__(
+        self, counts: BattleCounts, tie_model: str, prior_var: float | None, sparse: bool = False
+    ) -> None:
         self.counts = counts
+        self.sparse = sparse
         self.n = counts.n_models
         self.k = counts.X.shape[1]
         self.davidson = tie_model == "davidson"
         self.size = self.n + self.k + int(self.davidson)
         self.prior_var = prior_var
-        self._signed = self._unsigned = None
+        self._signed = self._unsigned = self._pattern = None
         self.set_counts(counts.count)
 
     # ------------------------------------------------------------------ rows and weights
@@ -148,7 +228,10 @@ class BattleProblem:
         return value + prior_value, grad, terms
 
     def gradient_and_matrix(self, z: np.ndarray, weights: np.ndarray | None = None):
-        """Value, gradient and minus the Hessian (dense, positive definite) of the objective."""
+        """Value, gradient and minus the Hessian (positive definite) of the objective: dense,
+        or a :class:`SparseHessian` for a sparse problem."""
+        if self.sparse:
+            return self._gradient_and_sparse(z, weights)
         n, k, size = self.n, self.k, self.size
         value, grad, (_, _, c_d, _, c_t, cross) = self.gradient(z, weights)
         matrix = np.zeros((size, size))
@@ -176,6 +259,44 @@ class BattleProblem:
             matrix[-1, -1] = c_t + 1.0 / TIE_PRIOR_SD**2
         return value, grad, matrix
 
+    def _gradient_and_sparse(self, z: np.ndarray, weights: np.ndarray | None):
+        """:meth:`gradient_and_matrix` with minus the Hessian as a :class:`SparseHessian`: the
+        same entries, the centring term kept as a rank-one product."""
+        n, k, size = self.n, self.k, self.size
+        value, grad, (_, _, c_d, _, c_t, cross) = self.gradient(z, weights)
+        signed, unsigned = self._incidence()
+        diagonal = unsigned.T @ c_d
+        if self.prior_var is not None:
+            diagonal = diagonal + 1.0 / self.prior_var
+        rows = [np.arange(n), self.a, self.b]
+        cols = [np.arange(n), self.b, self.a]
+        vals = [diagonal, -c_d, -c_d]
+        dense_rows = []  # the covariates' and θ's rows over all parameters
+        if k:
+            side = signed.T @ (c_d[:, None] * self.X)  # Σ_r c_r (e_a − e_b) x_rᵀ
+            for j in range(k):
+                dense_rows.append(np.concatenate([side[:, j], self.X.T @ (c_d * self.X[:, j])]))
+        if self.davidson:
+            column = np.concatenate([signed.T @ cross, self.X.T @ cross])
+            for j in range(k):
+                dense_rows[j] = np.append(dense_rows[j], column[n + j])
+            dense_rows.append(np.append(column, c_t + 1.0 / TIE_PRIOR_SD**2))
+        everything = np.arange(size)
+        for j, row in enumerate(dense_rows):
+            rows += [np.full(size, n + j), everything[:n]]
+            cols += [everything, np.full(n, n + j)]
+            vals += [row, row[:n]]
+        if self._pattern is None:  # the sparsity pattern is fixed: its CSR order, once
+            rows, cols = np.concatenate(rows), np.concatenate(cols)
+            order = np.lexsort((cols, rows))
+            indptr = np.searchsorted(rows[order], np.arange(size + 1))
+            self._pattern = order, cols[order].astype(np.int64), indptr.astype(np.int64)
+        order, indices, indptr = self._pattern
+        data = np.concatenate(vals)[order]
+        matrix = sp.csr_matrix((data, indices, indptr), shape=(size, size))
+        centring = _CENTRING if self.prior_var is None else 0.0
+        return value, grad, SparseHessian(matrix, n, centring)
+
     # ------------------------------------------------------------------ Newton
     def maximise(
         self,
@@ -197,17 +318,22 @@ class BattleProblem:
         value, grad, matrix = self.gradient_and_matrix(z, weights)
         converged, n_iter, history = False, 0, []
         for n_iter in range(1, max_iter + 1):  # noqa: B007
-            step = cho_solve(cho_factor(matrix, lower=True, check_finite=False), grad)
+            step = solve(matrix, grad)
             scale = 1.0
             while True:
                 new = z + scale * step
                 if not line_search:
                     new_value, new_grad, new_matrix = self.gradient_and_matrix(new, weights)
                     break
-                new_value = self.value(new, weights)
-                if new_value >= value - 1e-12 * abs(value) or scale < 1e-10:
+                if scale == 1.0:  # usually taken: its gradient and matrix at once
                     new_value, new_grad, new_matrix = self.gradient_and_matrix(new, weights)
-                    break
+                    if new_value >= value - 1e-12 * abs(value):
+                        break
+                else:
+                    new_value = self.value(new, weights)
+                    if new_value >= value - 1e-12 * abs(value) or scale < 1e-10:
+                        new_value, new_grad, new_matrix = self.gradient_and_matrix(new, weights)
+                        break
                 scale *= 0.5
             change = scale * float(np.abs(step).max())
             z, value, grad, matrix = new, new_value, new_grad, new_matrix

@@ -16,6 +16,27 @@ r"""Uncertainty of a leaderboard: three covariances or draws of the parameters, 
 Scores are reported centred (their mean 0), so every covariance is projected:
 :math:`P\,\Sigma_{ss} P` with :math:`P = I - \tfrac1n 11^\top`.
 
+**Sparse path** (boards above ``SPARSE_MODELS`` models, minus the Hessian a
+:class:`._battles_fit.SparseHessian`; Laplace only, :func:`sparse_laplace`): no dense inverse.
+The centred scores' variances are the diagonal of :math:`P M^{-1} P`,
+:math:`(P\Sigma P)_{ii} = \Sigma_{ii} - 2(\Sigma u)_i/n + u^\top\Sigma u/n^2` (``u`` the
+scores' indicator: one solve); :math:`\Sigma_{ii}` exactly, by conjugate-gradient solves of
+identity columns in blocks, while that costs little (:data:`EXACT_VARIANCE_WORK`), and above by
+Hutchinson's (1990) stochastic diagonal estimator (Bekas, Kokiopoulou & Saad 2007) with a
+control variate: with ``D``, ``O`` the diagonal and off-diagonal parts of the sparse score
+block, :math:`G = D^{-1} - D^{-1}OD^{-1} + D^{-1}OD^{-1}OD^{-1}` (the Neumann series to second
+order, whose diagonal :math:`1/D_i + \sum_j O_{ij}^2/(D_i^2 D_j)` is exact and cheap), and
+:math:`\Sigma_{ii} \approx G_{ii} + \tfrac1K\sum_k v_{ki}\,[(\Sigma - G) v_k]_i` over ``K``
+Rademacher probes :math:`v_k` (:data:`N_PROBES` solves at once). The estimate is unbiased; its
+error comes only from the off-diagonal entries of :math:`\Sigma - G` (the Neumann series'
+third and later terms: paths of three or more comparisons, small on a well-mixed comparison
+graph where each model meets many others), and its Monte Carlo standard error is returned with
+it (0.2% of a variance for 100,000 models in about 200 battles each, with 32 probes; the tests
+check it against the exact variances). The covariates' and θ's covariance block is exact (one
+solve per parameter). Draws for the ranks are then independent Gaussians with these marginal
+variances (the scores' correlations, of order :math:`1/d` between opponents and far smaller
+otherwise, are left out): :func:`independent_draws`.
+
 Ranks: a model's rank in a draw is one plus the number of models with a higher score; from
 draws of the scores (Gaussian for Laplace and sandwich, the replicates for the bootstrap) come
 each model's rank interval, P(rank 1) and the whole table P(rank = r).
@@ -26,10 +47,11 @@ from __future__ import annotations
 from statistics import NormalDist
 
 import numpy as np
+import scipy.sparse as sp
 from scipy.linalg import cho_factor, cho_solve
 
 from ...data.battles import TIE
-from ._battles_fit import BattleProblem, Mode
+from ._battles_fit import BattleProblem, Mode, SparseHessian
 
 #: bootstrap replicates refitted together (memory: this many Hessians)
 BOOTSTRAP_BATCH = 50
@@ -38,9 +60,16 @@ K_STEPS = 2
 #: with covariates, boards of more counted rows than this take the k-step bootstrap (a full
 #: refit costs a pass over the rows per Newton step and replicate)
 KSTEP_ROWS = 20_000
+#: sparse path: score variances by exact solves while models × stored Hessian entries is at
+#: most this (a solve per model, each O(entries) per iteration), estimated above
+EXACT_VARIANCE_WORK = 5e8
+#: sparse path: identity columns per block of exact solves; probes of the estimator
+VARIANCE_BLOCK, N_PROBES = 256, 32
 
 __all__ = [
     "centred_covariance",
+    "independent_draws",
+    "sparse_laplace",
     "sandwich_covariance",
     "bootstrap_draws",
     "kstep_draws",
@@ -62,6 +91,81 @@ def centred_covariance(cov: np.ndarray, n: int) -> np.ndarray:
 
 def laplace_covariance(mode: Mode, n: int) -> np.ndarray:
     return centred_covariance(np.linalg.inv(mode.matrix), n)
+
+
+def sparse_laplace(
+    hessian: SparseHessian,
+    rng: np.random.Generator,
+    *,
+    exact_work: float | None = None,
+    n_probes: int | None = None,
+) -> tuple[np.ndarray, np.ndarray, float]:
+    """The Laplace variances of the centred scores (n,), the exact covariance of the other
+    parameters, and the largest relative Monte Carlo standard error of a score variance (0
+    when exact), from minus the Hessian in sparse form (module docstring)."""
+    n, size = hessian.n, hessian.shape[0]
+    exact_work = EXACT_VARIANCE_WORK if exact_work is None else exact_work
+    n_probes = N_PROBES if n_probes is None else n_probes
+    units = np.zeros((size, size - n + 1))
+    units[:n, 0] = 1.0
+    units[np.arange(n, size), np.arange(1, size - n + 1)] = 1.0
+    solved = hessian.solve(units)
+    sigma_u, other = solved[:n, 0], solved[n:, 1:]
+    error = 0.0
+    if n * hessian.matrix.nnz <= exact_work:
+        diagonal = np.empty(n)
+        for start in range(0, n, VARIANCE_BLOCK):
+            stop = min(start + VARIANCE_BLOCK, n)
+            columns = np.zeros((size, stop - start))
+            columns[np.arange(start, stop), np.arange(stop - start)] = 1.0
+            diagonal[start:stop] = hessian.solve(columns)[
+                np.arange(start, stop), np.arange(stop - start)
+            ]
+    else:
+        diagonal, error = _estimated_diagonal(hessian, rng, n_probes)
+    variance = diagonal - 2.0 * sigma_u / n + sigma_u.sum() / n**2
+    return np.clip(variance, 0.0, None), (other + other.T) / 2, error
+
+
+def _estimated_diagonal(
+    hessian: SparseHessian, rng: np.random.Generator, n_probes: int
+) -> tuple[np.ndarray, float]:
+    """Hutchinson's estimate of the scores' part of diag(M⁻¹) with the second-order Neumann
+    control variate (module docstring), and its largest relative standard error."""
+    n, size = hessian.n, hessian.shape[0]
+    block = hessian.matrix[:n, :n].tocsr()
+    block.sum_duplicates()  # rows of one pair with different covariates
+    d = block.diagonal()
+    off = (block - sp.diags(d)).tocsr()
+    squared = off.multiply(off)
+    control_diagonal = 1.0 / d + (squared @ (1.0 / d)) / d**2
+    probes = np.zeros((size, n_probes))
+    probes[:n] = rng.choice((-1.0, 1.0), (n, n_probes))
+    solved = hessian.solve(probes)[:n]
+    w = probes[:n] / d[:, None]
+    y = (off @ w) / d[:, None]
+    control = w - y + (off @ y) / d[:, None]
+    terms = probes[:n] * (solved - control)
+    estimate = control_diagonal + terms.mean(axis=1)
+    se = terms.std(axis=1, ddof=1) / np.sqrt(n_probes)
+    return estimate, float(np.max(se / np.abs(estimate)))
+
+
+def independent_draws(
+    mean: np.ndarray,
+    score_variance: np.ndarray,
+    other_cov: np.ndarray,
+    n_draws: int,
+    rng: np.random.Generator,
+) -> np.ndarray:
+    """(n_draws, parameters) Gaussian draws with the scores independent of each other and of
+    the other parameters, which are jointly Gaussian with ``other_cov`` (sparse path)."""
+    n = len(score_variance)
+    out = np.empty((n_draws, len(mean)))
+    out[:, :n] = mean[:n] + rng.standard_normal((n_draws, n)) * np.sqrt(score_variance)
+    if len(mean) > n:
+        out[:, n:] = gaussian_draws(mean[n:], other_cov, n_draws, rng)
+    return out
 
 
 def sandwich_covariance(problem: BattleProblem, mode: Mode) -> np.ndarray:
@@ -305,8 +409,10 @@ def rank_draws(scores: np.ndarray) -> np.ndarray:
     return ranks
 
 
-def rank_table(ranks: np.ndarray) -> np.ndarray:
-    """(models, ranks) P(model has rank r) from rank draws."""
+def rank_table(ranks: np.ndarray, models: np.ndarray) -> np.ndarray:
+    """(len(models), ranks) P(model has rank r) from rank draws (draws × all models), for the
+    chosen model codes only (a table of every model is models² numbers)."""
     n_draws, n = ranks.shape
-    flat = np.arange(n)[None, :] * n + (ranks - 1)
-    return np.bincount(flat.ravel(), minlength=n * n).reshape(n, n) / n_draws
+    chosen = ranks[:, models]
+    flat = np.arange(len(models))[None, :] * n + (chosen - 1)
+    return np.bincount(flat.ravel(), minlength=len(models) * n).reshape(len(models), n) / n_draws

@@ -21,7 +21,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ._battles_fit import BattleProblem, Mode
+from ._battles_fit import BattleProblem, Mode, solve
 
 __all__ = ["flip_table", "influence", "removal_to_flip"]
 
@@ -31,7 +31,7 @@ def influence(problem: BattleProblem, mode: Mode, i: int, j: int) -> np.ndarray:
     when one battle of row ``r`` is removed."""
     contrast = np.zeros(problem.size)
     contrast[i], contrast[j] = 1.0, -1.0
-    v = np.linalg.solve(mode.matrix, contrast)
+    v = solve(mode.matrix, contrast)  # dense or sparse (conjugate gradients)
     return -(problem.score_matrix(mode.z) @ v)
 
 

@@ -12,9 +12,14 @@ Without ``prior_scale`` the scores are the maximum-likelihood ones, centred; wit
 :math:`s_i \sim N(0, \sigma^2)` shrinks the scores of rarely played models towards the mean.
 Intervals (:mod:`._leaderboard_intervals`) come from the Laplace approximation, the sandwich
 estimator or a multinomial bootstrap over the counted battles; ranks, rank intervals and
-P(rank 1) come from draws of the scores. :meth:`Leaderboard.robustness` finds how few battles
-decide each adjacent pair at the top, by the influence approximation (the "approximate maximum
-influence perturbation" of Broderick, Giordano & Meager 2020), and checks it by refitting.
+P(rank 1) come from draws of the scores. Above :data:`SPARSE_MODELS` models the fit keeps minus
+the Hessian sparse (the comparison graph's weighted Laplacian) and solves Newton systems by
+conjugate gradients; the Laplace variances then come from sparse solves (estimated on large
+boards) and the rank draws treat the scores as independent
+(:mod:`._leaderboard_intervals`, "Sparse path"). :meth:`Leaderboard.robustness` finds how few
+battles decide each adjacent pair at the top, by the influence approximation (the
+"approximate maximum influence perturbation" of Broderick, Giordano & Meager 2020), and checks
+it by refitting.
 
 References
 ----------
@@ -52,10 +57,12 @@ from ._battles_fit import BattleProblem, Mode
 from ._leaderboard_intervals import (
     bootstrap_draws,
     gaussian_draws,
+    independent_draws,
     laplace_covariance,
     rank_draws,
     rank_table,
     sandwich_covariance,
+    sparse_laplace,
 )
 from ._leaderboard_robustness import flip_table
 
@@ -66,8 +73,10 @@ ELO_FACTOR, ELO_CENTRE = 400.0 / np.log(10.0), 1000.0
 #: Gaussian draws of the scores for the rank summaries (Laplace and sandwich)
 N_RANK_DRAWS = 2000
 INTERVALS = ("laplace", "sandwich", "bootstrap")
-#: the most models the dense Newton solver takes (its Hessian is models² doubles)
-MAX_MODELS = 5000
+#: boards of more models than this take the sparse path (a dense Hessian is models² doubles)
+SPARSE_MODELS = 5000
+#: sparse path: the rank draws hold at most this many scores (draws × models)
+MAX_DRAWN_SCORES = 20_000_000
 
 
 class Leaderboard(BradleyTerryBase):
@@ -105,6 +114,12 @@ class Leaderboard(BradleyTerryBase):
     and a model that wins (or loses) every battle is warned (its score is infinite); a
     bootstrap replicate without finite scores is left out, with a warning giving the count.
 
+    Boards of more than ``SPARSE_MODELS`` (5,000) models are fitted on the sparse path: no
+    dense matrix, Laplace intervals only, score variances exact on small boards and
+    estimated stochastically on large ones (``variance_error_``: the largest relative standard error
+    of a variance), rank summaries from independent Gaussian draws of the scores (at most
+    ``MAX_DRAWN_SCORES`` / models of them).
+
     Attributes
     ----------
     board_ : DataFrame indexed by model, best first: ``score, lower, upper, rank, rank_lower,
@@ -112,6 +127,7 @@ class Leaderboard(BradleyTerryBase):
     style_ : DataFrame indexed by covariate: ``coef, lower, upper``
     utility_ : DataFrame (models × [mean, sd, lower, upper]), centred logit scores (Laplace)
     sparse_models_ : list, tie_strength_ : float, n_battles_ : int
+    sparse_path_ : bool, variance_error_ : float (0: the variances are exact)
     n_iter_, converged_, objective_history_ : Newton steps, convergence, and the objective
         (log-likelihood plus the log priors in use) after each step
     """
@@ -198,16 +214,14 @@ class Leaderboard(BradleyTerryBase):
         return self._fit_counts(pd.Index(model_ids, name="model"), old.merged(fresh), start)
 
     def _fit_counts(self, model_ids: pd.Index, counts: BattleCounts, start) -> Leaderboard:
-        if counts.n_models > MAX_MODELS:
-            raise ValueError(
-                f"Leaderboard: {counts.n_models} models; its dense Newton solver takes at most "
-                f"{MAX_MODELS} (a {MAX_MODELS}² Hessian is 200 MB)"
-            )
+        sparse = counts.n_models > SPARSE_MODELS
+        if sparse and self.interval != "laplace":
+            _refuse_sparse(self.interval, counts.n_models)
         if self.anchor is not None and self.anchor not in model_ids:
             raise ValueError(f"Leaderboard: anchor {self.anchor!r} is not one of the models")
         if self.prior_scale is None:
             _check_identified(counts, model_ids)
-        problem = self._problem(counts)
+        problem = self._problem(counts, sparse)
         mode = problem.maximise(start, max_iter=self.max_iter, tol=self._tol())
         if not mode.converged:
             warnings.warn(
@@ -223,15 +237,22 @@ class Leaderboard(BradleyTerryBase):
             "X": counts.X,
             "count": counts.count,
         }
-        self._mode = {"z": mode.z, "matrix": mode.matrix}
+        # the sparse Hessian is rebuilt at the mode when needed (_fitted_problem)
+        self._mode = {"z": mode.z, "matrix": np.zeros((0, 0)) if sparse else mode.matrix}
+        self.sparse_path_ = sparse
         self.n_iter_, self.converged_ = mode.n_iter, mode.converged
         self.objective_history_ = np.array(mode.history)
         self.tie_strength_ = float(np.exp(mode.z[-1])) if problem.davidson else 0.0
         self.n_battles_ = counts.n_battles
-        cov = laplace_covariance(mode, n)
-        sd = np.sqrt(np.clip(np.diag(cov)[:n], 0.0, None))
-        self._set_scores(_Ids(model_ids), mode.z[:n] - mode.z[:n].mean(), sd**2)
-        self._draws = self._draws_of(self.interval, problem, mode)
+        self.variance_error_ = 0.0
+        if sparse:
+            rng = self.random_generator()
+            variance, other, self.variance_error_ = sparse_laplace(mode.matrix, rng)
+            self._draws = self._sparse_draws(mode.z, variance, other, rng)
+        else:
+            variance = np.clip(np.diag(laplace_covariance(mode, n))[:n], 0.0, None)
+            self._draws = self._draws_of(self.interval, problem, mode)
+        self._set_scores(_Ids(model_ids), mode.z[:n] - mode.z[:n].mean(), variance)
         battles = counts.battles_per_model()
         self.sparse_models_ = list(model_ids[battles < self.min_battles])
         if self.sparse_models_:
@@ -250,9 +271,17 @@ class Leaderboard(BradleyTerryBase):
     def _tol(self) -> float:
         return 1e-10 if self.tol is None else float(self.tol)
 
-    def _problem(self, counts: BattleCounts) -> BattleProblem:
+    def _problem(self, counts: BattleCounts, sparse: bool = False) -> BattleProblem:
         prior_var = None if self.prior_scale is None else float(self.prior_scale) ** 2
-        return BattleProblem(counts, self.tie_model, prior_var)
+        return BattleProblem(counts, self.tie_model, prior_var, sparse=sparse)
+
+    def _sparse_draws(self, z: np.ndarray, variance: np.ndarray, other: np.ndarray, rng):
+        """Independent Gaussian draws of the centred scores (and the other parameters)."""
+        n = len(variance)
+        z = z.copy()
+        z[:n] -= z[:n].mean()
+        n_draws = min(N_RANK_DRAWS, max(100, MAX_DRAWN_SCORES // len(z)))
+        return independent_draws(z, variance, other, n_draws, rng)
 
     def _stored_counts(self, n_models: int | None = None) -> BattleCounts:
         r = self._rows
@@ -264,8 +293,11 @@ class Leaderboard(BradleyTerryBase):
         return np.concatenate([z[:n], np.zeros(n_models - n), z[n:]])
 
     def _fitted_problem(self) -> tuple[BattleProblem, Mode]:
-        problem = self._problem(self._stored_counts())
-        return problem, Mode(self._mode["z"], self._mode["matrix"], self.n_iter_, True, 0.0)
+        sparse = len(self.item_ids_) > SPARSE_MODELS
+        problem = self._problem(self._stored_counts(), sparse)
+        z = self._mode["z"]
+        matrix = problem.gradient_and_matrix(z)[2] if sparse else self._mode["matrix"]
+        return problem, Mode(z, matrix, self.n_iter_, True, 0.0)
 
     def _draws_of(self, method: str, problem: BattleProblem, mode: Mode) -> np.ndarray:
         """(draws, parameters) of ``method`` (scores centred)."""
@@ -358,37 +390,51 @@ class Leaderboard(BradleyTerryBase):
             raise ValueError(f"intervals: method must be one of {INTERVALS}; got {method!r}")
         draws = self._draws
         if method != self.interval:
+            if len(self.item_ids_) > SPARSE_MODELS:
+                _refuse_sparse(method, len(self.item_ids_))
             draws = self._draws_of(method, *self._fitted_problem())
         return self._interval_table(draws).loc[self.board_.index]
 
-    def rank_probabilities(self) -> pd.DataFrame:
-        """P(model has rank r): models (board order) × ranks 1..n, from the draws of
-        ``interval``."""
+    def rank_probabilities(self, top: int | None = None) -> pd.DataFrame:
+        """P(model has rank r): models (board order; the first ``top`` of them) × ranks 1..n,
+        from the draws of ``interval``."""
         self.check_is_fitted()
         n = len(self.item_ids_)
-        table = rank_table(rank_draws(self._draws[:, :n]))
-        frame = pd.DataFrame(
-            table, index=self.item_ids_.copy(), columns=pd.RangeIndex(1, n + 1, name="rank")
+        rows = self._board_codes(top)
+        table = rank_table(rank_draws(self._draws[:, :n]), rows)
+        return pd.DataFrame(
+            table, index=self.item_ids_[rows], columns=pd.RangeIndex(1, n + 1, name="rank")
         )
-        return frame.loc[self.board_.index]
 
-    def win_rate_matrix(self) -> pd.DataFrame:
-        """Share of battles row beats column (a tie half), NaN where they never met."""
+    def win_rate_matrix(self, top: int | None = None) -> pd.DataFrame:
+        """Share of battles row beats column (a tie half), NaN where they never met, among the
+        models in board order (the first ``top`` of them: the matrix is dense)."""
         self.check_is_fitted()
         c = self._stored_counts()
-        n = c.n_models
-        a_score = np.where(c.outcome == A_WINS, 1.0, np.where(c.outcome == TIE, 0.5, 0.0))
+        rows = self._board_codes(top)
+        local = np.full(c.n_models, -1)
+        local[rows] = np.arange(len(rows))
+        a, b = local[c.a], local[c.b]
+        kept = (a >= 0) & (b >= 0)
+        a, b, count, outcome = a[kept], b[kept], c.count[kept], c.outcome[kept]
+        a_score = np.where(outcome == A_WINS, 1.0, np.where(outcome == TIE, 0.5, 0.0))
+        n = len(rows)
         wins = np.zeros((n, n))
         games = np.zeros((n, n))
-        np.add.at(wins, (c.a, c.b), a_score * c.count)
-        np.add.at(wins, (c.b, c.a), (1 - a_score) * c.count)
-        np.add.at(games, (c.a, c.b), c.count)
-        np.add.at(games, (c.b, c.a), c.count)
+        np.add.at(wins, (a, b), a_score * count)
+        np.add.at(wins, (b, a), (1 - a_score) * count)
+        np.add.at(games, (a, b), count)
+        np.add.at(games, (b, a), count)
         with np.errstate(invalid="ignore", divide="ignore"):
             rate = np.where(games > 0, wins / games, np.nan)
-        ids = self.item_ids_
-        frame = pd.DataFrame(rate, index=ids.copy(), columns=ids.copy())
-        return frame.loc[self.board_.index, self.board_.index]
+        ids = self.item_ids_[rows]
+        return pd.DataFrame(rate, index=ids, columns=ids.copy())
+
+    def _board_codes(self, top: int | None) -> np.ndarray:
+        """Item codes of the board's models, best first (the first ``top``)."""
+        if top is not None and (not isinstance(top, Integral) or top < 1):
+            raise ValueError(f"top must be a positive integer or None; got {top!r}")
+        return self.item_ids_.get_indexer(self.board_.index[:top])
 
     def robustness(self, top_k: int = 1) -> pd.DataFrame:
         """For each adjacent pair of ranks among the top ``top_k + 1`` models: the fewest
@@ -404,6 +450,13 @@ class Leaderboard(BradleyTerryBase):
         table.insert(1, "model_above", self.item_ids_[[p[0] for p in pairs]])
         table.insert(2, "model_below", self.item_ids_[[p[1] for p in pairs]])
         return table
+
+
+def _refuse_sparse(method: str, n_models: int) -> None:
+    raise ValueError(
+        f"Leaderboard: {method} intervals need the dense Hessian, which takes at most "
+        f"{SPARSE_MODELS} models (this board has {n_models}); use interval='laplace'"
+    )
 
 
 class _Ids:

@@ -75,7 +75,7 @@ def win_rates(model, *, top: int = 30):
     matplotlib.figure.Figure
     """
     model.check_is_fitted()
-    matrix = model.win_rate_matrix().iloc[:top, :top]
+    matrix = model.win_rate_matrix(top=top)
     n = len(matrix)
     side = max(3.4, 0.24 * n + 2.2)
     figure, ax = new_figure(side + 1.0, side)
@@ -113,7 +113,7 @@ def rank_probabilities(model, *, top: int = 20):
     matplotlib.figure.Figure
     """
     model.check_is_fitted()
-    table = model.rank_probabilities().iloc[:top]
+    table = model.rank_probabilities(top=top)
     ranks = min(len(table.columns), max(top, int(model.board_["rank_upper"].head(top).max())))
     table = table.iloc[:, :ranks]
     figure, ax = new_figure(max(4.0, 0.26 * ranks + 2.6), max(2.6, 0.22 * len(table) + 1.3))
