@@ -24,7 +24,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-__all__ = ["PageResult", "find_chromium", "open_page"]
+__all__ = ["PageResult", "find_chromium", "open_page", "require_chromium"]
 
 #: flags for a quiet, isolated, network-shy headless browser
 FLAGS = (
@@ -61,6 +61,20 @@ def find_chromium() -> str | None:
         if path:
             return path
     return None
+
+
+def require_chromium() -> str:
+    """The browser's path for a test: skipped locally without one, failed under ``CI=true``
+    (where ``.ci/run`` installs it)."""
+    import pytest
+
+    path = find_chromium()
+    if path is None:
+        message = "headless Chromium not found (Debian: apt-get install -y chromium)"
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail(message)
+        pytest.skip(message)
+    return path
 
 
 @dataclass

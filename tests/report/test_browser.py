@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import html as htmllib
 import io
-import os
 import re
 import subprocess
 
@@ -16,18 +15,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from chromium import find_chromium, open_page
+from chromium import open_page, require_chromium
 
 
 @pytest.fixture(scope="module")
 def chromium() -> str:
-    path = find_chromium()
-    if path is None:
-        message = "headless Chromium not found (Debian: apt-get install -y chromium)"
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail(message)
-        pytest.skip(message)
-    return path
+    return require_chromium()
 
 
 @pytest.mark.slow
