@@ -8,10 +8,10 @@ TORCH_VERSION ?= 2.13.0
 
 .PHONY: demo test test-fast lint docs install clean
 
-# setup.py builds the C kernels (annotators/_confusion_kernel.c, plackett_luce/_pair_kernel.c)
+# setup.py builds the C kernels (annotators/_confusion_kernel.c, plackett_luce/_pair_kernel.c, data/_csv_ids.c)
 # in place
 $(STAMP): pyproject.toml setup.py src/crowdbayes/annotators/_confusion_kernel.c \
-		src/crowdbayes/models/plackett_luce/_pair_kernel.c
+		src/crowdbayes/models/plackett_luce/_pair_kernel.c src/crowdbayes/data/_csv_ids.c
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	# torch first, pinned: its CPU wheel; any other torch requirement pulls CUDA packages

@@ -12,7 +12,10 @@ process (``_common.run_isolated``), with its peak resident memory above the proc
    ``evalica_fit_csv.py`` (``pandas.read_csv`` of the whole CSV + ``evalica.bradley_terry`` +
    the scores written), each a fresh process, ``--command-runs`` times in turn (A B A B ...)
    after one warm-up each; wall and CPU (user + system) seconds from ``os.wait4``, medians and
-   the ratio per pair;
+   the ratio per pair. Both run with Python's bytecode cache, as an installed package has it
+   (``pip`` compiles it at install): the warm-ups write it to a temporary
+   ``PYTHONPYCACHEPREFIX`` (``PYTHONDONTWRITEBYTECODE`` dropped), so a checkout whose
+   ``__pycache__`` is stale or absent does not recompile the modules in every counted run;
 1. **fit from the CSV, no covariates** — ``Leaderboard(tie_model="half").fit(Battles(csv))``
    (read, count, Newton, Laplace intervals and ranks) against a script doing
    ``pandas.read_csv(csv)`` + ``evalica.bradley_terry`` (half-win ties, its defaults), and the
@@ -163,11 +166,11 @@ def _child(conn, spec: dict) -> None:
     conn.send(("ok", {"seconds": seconds, "cpu": cpu, "peak_mib": peak_mib, **extra}))
 
 
-def _process_times(command: list[str], cwd: Path) -> tuple[float, float]:
+def _process_times(command: list[str], cwd: Path, env: dict | None = None) -> tuple[float, float]:
     """Wall and CPU (user + system) seconds of ``command`` run as a fresh process in ``cwd``."""
     start = time.perf_counter()
     process = subprocess.Popen(
-        command, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        command, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
     )
     _, status, usage = os.wait4(process.pid, 0)
     wall = time.perf_counter() - start
@@ -186,10 +189,12 @@ def whole_commands(csv: Path, runs: int) -> dict:
     ]
     script = Path(__file__).resolve().with_name("evalica_fit_csv.py")
     theirs = [sys.executable, str(script), csv.name, "evalica_scores.csv"]
-    _process_times(ours, out), _process_times(theirs, out)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env["PYTHONPYCACHEPREFIX"] = str(out / "pycache")  # written by the warm-ups (module doc)
+    _process_times(ours, out, env), _process_times(theirs, out, env)
     pairs = []
     for i in range(runs):
-        pairs.append((_process_times(ours, out), _process_times(theirs, out)))
+        pairs.append((_process_times(ours, out, env), _process_times(theirs, out, env)))
         print(f"  command [{i + 1}/{runs}]: {pairs[-1]}", flush=True)
     median = statistics.median
     return {
@@ -391,7 +396,8 @@ def main() -> None:
     ours_cpu, their_cpu = commands["cpu"]
     lines = [
         f"**The whole command** (scores only), {args.command_runs} fresh processes each in turn "
-        "after a warm-up, medians (wall; CPU = user + system):",
+        "after a warm-up (which writes both sides' bytecode cache, as an install has it), "
+        "medians (wall; CPU = user + system):",
         "",
         f"- A: `{ours_cmd}`: {ours_wall:.2f} s wall, {ours_cpu:.2f} s CPU",
         f"- B: `{their_cmd}`: {their_wall:.2f} s wall, {their_cpu:.2f} s CPU",

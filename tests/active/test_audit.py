@@ -162,6 +162,38 @@ def test_wilson_interval_of_a_uniform_audit():
     assert row["wilson_upper"] == pytest.approx(upper, abs=2e-3)
 
 
+def test_audit_only_interval_of_a_uniform_audit_is_wilsons():
+    """lambda = 0 under uniform sampling: the score interval is Wilson's (normal quantile; up
+    to the n/(n-1) of the sample variance, 5e-3 of the half width here)."""
+    posteriors, truth = population(100_000, seed=8, overconfident=False)
+    audit = checked(posteriors, truth, 200, 0, "uniform")
+    row = audit_accuracy(posteriors, audit, level=0.9).loc["all"]
+    assert row["audit_only_lower"] == pytest.approx(row["wilson_lower"], abs=3e-4)
+    assert row["audit_only_upper"] == pytest.approx(row["wilson_upper"], abs=3e-4)
+
+
+def test_an_audit_that_catches_the_only_error_still_covers():
+    """177 tasks, one answer wrong (WSD's case): every uniform audit of 30 that holds it gives
+    an upper bound at least the true accuracy 176/177 (the Poisson bound of the few-errors
+    rule); without the rule the score interval's upper bound is about 0.99."""
+    posteriors, truth = population(177, seed=3, overconfident=False)
+    answers = posteriors.idxmax(axis=1)
+    truth = answers.copy()
+    wrong = truth.index[17]
+    truth[wrong] = "b" if answers[wrong] == "a" else "a"
+    caught = 0
+    for seed in range(60):
+        audit = checked(posteriors, truth, 30, seed, "uniform")
+        if wrong not in set(audit["task"]):
+            continue
+        caught += 1
+        row = audit_accuracy(posteriors, audit, level=0.9).loc["all"]
+        assert row["upper"] >= 176 / 177
+        assert row["audit_only_upper"] >= 176 / 177
+        assert row["wilson_upper"] < 176 / 177  # the plain score interval misses
+    assert caught >= 5
+
+
 def _wilson(k, n, z):
     p = k / n
     centre = (p + z * z / (2 * n)) / (1 + z * z / n)

@@ -108,6 +108,7 @@ def test_worker_aware_selection_avoids_prolific_spammers():
                 pool,
                 batch=20,
                 budget=pool.n_observed + 400,
+                strategy="information",  # auto's choice with a worker named, for both arms
                 worker_aware=aware,
                 random_state=seed,
             )

@@ -105,6 +105,11 @@ VERBS = {
         "p_left",
         False,
     ),
+    "rank next": (
+        ["rank", "next", "{pairs}", "--pairs-input", "--features", "{items}", "--n", "3"],
+        "score",
+        False,
+    ),
     "prefs fit": (["prefs", "fit", "{pairs}", "--model", "bt"], "mean", True),
     "prefs predict": (
         ["prefs", "predict", "{prefs_model}", "--pairs", "{candidates}"],
@@ -113,6 +118,11 @@ VERBS = {
     ),
     "prefs next": (["prefs", "next", "{pairs}", "--model", "bt", "--n", "3"], "score", False),
     "cluster fit": (["cluster", "fit", "{links}", "--clusters", "3"], "cluster", True),
+    "cluster next": (
+        ["cluster", "next", "{links}", "--clusters", "3", "--n", "3"],
+        "score",
+        False,
+    ),
     "leaderboard fit": (["leaderboard", "fit", "{battles}"], "score", True),
     "leaderboard predict": (
         ["leaderboard", "predict", "{leaderboard_model}", "--pairs", "{battle_pairs}"],

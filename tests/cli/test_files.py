@@ -147,6 +147,8 @@ def test_every_output_option_is_declared_and_can_be_forced():
         ("leaderboard", "fit"),
         ("leaderboard", "predict"),
         ("cluster", "fit"),
+        ("cluster", "next"),
+        ("rank", "next"),
         ("convert",),
         ("report", "labels"),
         ("report", "rank"),

@@ -13,6 +13,7 @@ import crowdbayes
 from crowdbayes.cli import main
 from crowdbayes.data.battles import Battles
 from crowdbayes.models.comparisons import Leaderboard, simulate_battles
+from crowdbayes.models.comparisons._leaderboard_judges import simulate_judges
 
 BOARD_COLUMNS = [
     "score",
@@ -167,6 +168,56 @@ def test_category_boards_follow_the_overall_one(files, tmp_path, capsys):
     assert "6 models, 3 judges, 2 categories" in stdout and "first by category: " in stdout
 
 
+@pytest.fixture(scope="module")
+def judged(tmp_path_factory):
+    """Battles of 8 models by 9 judges: seven vote by the model with probability .95 to .5
+    (else at random), one at random, one flips nine votes in ten."""
+    sim = simulate_battles(8, 4000, random_state=1)
+    reliability = [0.95, 0.9, 0.85, 0.8, 0.7, 0.6, 0.5, 0.0, 0.1]
+    table = simulate_judges(
+        sim.battles, reliability, kind=["random"] * 8 + ["flip"], random_state=1
+    )
+    path = tmp_path_factory.mktemp("judged") / "judged.csv"
+    table.to_csv(path, index=False)
+    return str(path)
+
+
+def test_judges_are_rated_shown_and_written(judged, tmp_path, capsys):
+    out = tmp_path / "judges.csv"
+    status, stdout, stderr = run(
+        ["leaderboard", "fit", judged, "--judge-column", "judge", "--workers-out", out,
+         "--robustness", "0", "-o", tmp_path / "board.csv"],
+        capsys,
+    )  # fmt: skip
+    assert status == 0, stderr
+    written = pd.read_csv(out, index_col="judge")
+    expected = Leaderboard().fit(Battles(judged, judge="judge")).judges_
+    assert list(written.columns) == list(expected.columns)
+    pd.testing.assert_frame_equal(written, expected, check_names=False, atol=1e-9)
+    flagged = list(expected.index[expected["flagged"]])
+    assert flagged and {"judge-07", "judge-08"} <= set(flagged)
+    assert f"judges: 9 rated by Crowd-BT (flip noise); {len(flagged)} flagged" in stdout
+    assert "(reliability below 0.65): " in stdout
+    # the three most and the three least reliable judges
+    for judge in [*expected.index[:3], *expected.index[-3:]]:
+        assert f"\n{judge} " in stdout
+    assert f"\n{expected.index[4]} " not in stdout
+    # random noise and a threshold of one's own
+    status, stdout, stderr = run(
+        ["leaderboard", "fit", judged, "--judge-column", "judge", "--judge-noise", "random",
+         "--judge-threshold", "0.3", "--robustness", "0", "-o", tmp_path / "b2.csv"],
+        capsys,
+    )  # fmt: skip
+    assert status == 0, stderr
+    assert "(random noise)" in stdout and "(reliability below 0.3)" in stdout
+
+
+def test_no_judges_section_without_a_judge_column(files, capsys):
+    status, stdout, stderr = run(["leaderboard", "fit", files["all"], "--robustness", "0"], capsys)
+    assert status == 0, stderr
+    assert "rated by Crowd-BT" not in stdout
+
+
 def test_style_control_from_column_pairs(files, tmp_path, capsys):
     out = tmp_path / "style.csv"
     status, stdout, stderr = run(["leaderboard", "fit", files["all"], "--style", "-o", out], capsys)
@@ -202,6 +253,18 @@ def test_report_builds_the_leaderboard_page(files, tmp_path, capsys):
     for figure in ("board_scores", "win_rates", "rank_probabilities", "style_coefficients"):
         assert f'data-figure="{figure}"' in html, figure
     assert "100 replicates" in html and "4 figures" in stdout
+    assert '<section id="judges">' not in html
+
+
+def test_report_has_a_judges_section_when_judges_are_named(judged, tmp_path, capsys):
+    page = tmp_path / "judged.html"
+    status, _, stderr = run(
+        ["report", "leaderboard", judged, "--judge-column", "judge", "-o", page], capsys
+    )
+    assert status == 0, stderr
+    html = page.read_text(encoding="utf-8")
+    assert '<section id="judges">' in html
+    assert "judges: 9 rated by Crowd-BT (flip noise)" in html and "judge-08" in html
 
 
 #: bad inputs: (file content, extra options, a part of the one-line message)
@@ -233,6 +296,26 @@ BAD = {
         "--partial",
     ),
     "unknown anchor": ("model_a,model_b,winner\na,b,model_a\n", ["--anchor", "zz"], "'zz'"),
+    "missing judge column": (
+        "model_a,model_b,winner\na,b,model_a\n",
+        ["--judge-column", "judge"],
+        "'judge'",
+    ),
+    "a missing judge": (
+        "model_a,model_b,winner,judge\na,b,model_a,x\nb,a,tie,\n",
+        ["--judge-column", "judge"],
+        "judge",
+    ),
+    "judges' table without judges": (
+        "model_a,model_b,winner\na,b,model_a\n",
+        ["--workers-out", "judges.csv"],
+        "--judge-column",
+    ),
+    "bad judge threshold": (
+        "model_a,model_b,winner,judge\na,b,model_a,x\n",
+        ["--judge-column", "judge", "--judge-threshold", "1.5"],
+        "--judge-threshold",
+    ),
     "bad level": ("model_a,model_b,winner\na,b,model_a\n", ["--level", "2"], "between 0 and 1"),
     "bad bootstrap": (
         "model_a,model_b,winner\na,b,model_a\n",
@@ -243,7 +326,7 @@ BAD = {
 
 
 #: the update options are fit's alone: the report is checked with the other cases
-FIT_ONLY = {"partial alone", "init without partial"}
+FIT_ONLY = {"partial alone", "init without partial", "judges' table without judges"}
 
 
 @pytest.mark.parametrize(

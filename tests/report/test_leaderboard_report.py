@@ -122,3 +122,25 @@ def test_the_page_in_headless_chromium(board, battles, tmp_path):
     assert [f["name"] for f in result.figures] == list(report.figures)
     for figure in result.figures:
         assert figure["complete"] and figure["width"] > 300 and figure["shownWidth"] > 300, figure
+
+
+def test_the_judges_section_follows_the_style_when_judges_are_named(battles):
+    from crowdbayes.models.comparisons._leaderboard_judges import simulate_judges
+
+    table = _plain(battles).collapsed()
+    rows = table.loc[table.index.repeat(table["count"])].reset_index(drop=True)
+    rows = rows.rename(columns={"outcome": "winner"})[["model_a", "model_b", "winner"]]
+    judged = simulate_judges(rows, [0.95, 0.9, 0.8, 0.0], kind="random", random_state=0)
+    data = Battles(judged, judge="judge")
+    model = Leaderboard(n_bootstrap=20, random_state=0).fit(data)
+    html = build(model, data).html
+    names = sections(html)
+    assert names[names.index("style") + 1] == "judges"
+    judges = model.judges_
+    assert (
+        f"judges: 4 rated by Crowd-BT (flip noise); {int(judges['flagged'].sum())} flagged" in html
+    )
+    assert "judge-03" in judges.index[judges["flagged"]]
+    # every judge in the page's CSV
+    csv = re.search(r'<pre id="judges-[0-9]+-data" hidden>(.*?)</pre>', html, flags=re.S)[1]
+    assert len(csv.strip().splitlines()) == 1 + len(judges)

@@ -6,6 +6,8 @@ crowdbayes cluster fit LINKS [--features FILE] [--model links-vb|scdc|bayes-scdc
                        [--restarts N] [--learning-rate R] [--hidden W,W]
                        [--cluster-head off|on|auto] [--head-balance G] [--save-model MODEL]
                        [--progress/--no-progress] [--quiet]
+crowdbayes cluster next LINKS --n N [--candidates PAIRS] [--per-item M] [--confidence P]
+                        [the model options of fit] [-o NEXT]
 
 LINKS is a ``worker,left,right,label`` table (label 1 = must-link, 0 = cannot-link; CSV, TSV or
 Parquet). ``links-vb`` (:class:`~crowdbayes.models.clustering.LinkClustering`, numpy) clusters
@@ -44,6 +46,19 @@ task: ``--cluster-head on --link-weight 1 --head-balance 0.05 --learning-rate 1e
 --clusters 50 --hidden 500,500 --decoder bernoulli --batch-size 128``, issue 19); keep
 ``--head-balance`` small when ``--clusters`` is well above the number of groups, since the
 balance term spreads the items over every cluster.
+
+``cluster next`` fits the model to LINKS and writes the N item pairs most worth asking about
+next (:func:`crowdbayes.active.links.suggest_links`): by the expected reduction in the entropy
+of the pair's cluster assignments — the mutual information between the answer and the two
+items' clusters under the fitted q(z) and the crowd's link-weighted sensitivity and
+specificity (BALD, Houlsby et al. 2011). Each item appears at most ``--per-item`` times
+(default 1) in the batch while enough pairs remain; pairs with an item that has no link yet
+come first (coverage): ``--items`` lists every item to cluster, those with no link yet
+included. Candidates: the ``left,right`` table ``--candidates`` (its items must be items of
+LINKS, of ``--items`` or, with ``--features``, items with features), or every pair of those
+items (a seeded sample of 50,000 when there are more). NEXT has ``left, right, score`` (nats),
+``p_same`` (the posterior probability that the two share a cluster) and ``unlinked``; add a
+``worker`` and a ``label`` column and append it to LINKS for the next round.
 """
 
 from __future__ import annotations
@@ -56,11 +71,13 @@ from ._models import (
     Option,
     layer_widths,
     non_negative_float,
+    open_unit,
     positive_float,
     positive_int,
 )
+from ._outputs import add_output
 from ._parser import Parser, add_normalize_option
-from ._record import Family, Inputs
+from ._record import Family, Inputs, add_escape_formulas, say, write_results
 
 __all__ = ["CLUSTER", "FAMILY", "register"]
 
@@ -287,6 +304,95 @@ def summary(model, inputs: Inputs, seconds: float, args: argparse.Namespace, tab
     return lines
 
 
+# ------------------------------------------------------------------------------ next
+def add_next_verb(actions) -> None:
+    """``cluster next``: which item pairs to ask about next."""
+    verb = FAMILY._verb_parser(
+        actions, "next", "which item pairs to ask about next (fits the model first)", epilog=True
+    )
+    FAMILY.add_fit_arguments(verb)
+    verb.add_argument("--n", required=True, help="how many pairs to suggest")
+    verb.add_argument(
+        "--candidates", metavar="PAIRS", help="candidate pairs: a left,right table (default: all)"
+    )
+    verb.add_argument(
+        "--items",
+        help="every item to cluster, linked or not yet: a table with an 'item' column (items "
+        "without links come first)",
+    )
+    verb.add_argument(
+        "--per-item",
+        default="1",
+        help="how often one item may appear in the batch before the cap rises (default 1)",
+    )
+    verb.add_argument(
+        "--confidence",
+        help="a pair whose same-cluster probability (or its complement) reaches this "
+        "(above 0.5, below 1) is decided and never suggested",
+    )
+    add_output(verb, "--out", "write the pairs here (default: stdout)", short="-o")
+    add_escape_formulas(verb)
+    verb.set_defaults(handler=run_next)
+
+
+def run_next(args: argparse.Namespace) -> None:
+    """``cluster next``: fit, then write the pairs worth asking about."""
+    import pandas as pd
+
+    from ..active.links import candidate_codes, suggest_links
+    from ._common import CommandError
+    from ._inputs import id_column, ids_like, read_columns
+
+    n = positive_int("--n")(args.n)
+    per_item = positive_int("--per-item")(args.per_item)
+    confidence = None if args.confidence is None else open_unit("--confidence")(args.confidence)
+    if confidence is not None and confidence <= 0.5:
+        raise CommandError(f"--confidence must lie in (0.5, 1); got {args.confidence}")
+    model = FAMILY.make_model(args)
+    inputs = FAMILY.read(args, model)
+    known, items = inputs.data.item_ids, None
+    if args.items is not None:
+        items = pd.Index(ids_like(id_column(args.items, args.item_column, "items"), known))
+        known = known.append(items).unique()
+    candidates = None
+    if args.candidates is not None:
+        columns = (args.left_column, args.right_column)
+        table = read_columns(args.candidates, "candidates", columns, ids=columns)
+        candidates = pd.DataFrame(
+            {
+                "left": ids_like(table[args.left_column], known),
+                "right": ids_like(table[args.right_column], known),
+            }
+        )
+        candidate_codes(candidates, known)  # refused before the fit
+    model = fit(model, inputs, args)
+    pairs = suggest_links(
+        model,
+        inputs.data,
+        n,
+        candidates=candidates,
+        items=items,
+        per_item=per_item,
+        confidence=confidence,
+        random_state=args.seed,
+    )
+    if len(pairs) == 0:
+        raise CommandError(
+            f"nothing left to ask: every candidate is decided at --confidence {args.confidence}"
+        )
+    write_results(args, pairs, index=False)
+    links = inputs.data
+    say(
+        args,
+        [
+            f"{type(model).__name__}: {links.n_links} links of {links.n_items} items; wrote "
+            f"{len(pairs)} pair(s) to {args.out or 'stdout'} (information "
+            f"{pairs['score'].sum():.3g} nats in all; {int((pairs['unlinked'] > 0).sum())} "
+            "with an item not linked yet)"
+        ],
+    )
+
+
 FAMILY = Family(
     name="cluster",
     judgment="links",
@@ -302,6 +408,7 @@ FAMILY = Family(
     worker_table=lambda model: model.workers_.rename_axis("worker").reset_index(),
     add_fit_options=add_fit_options,
     input_alias="--links",
+    more_verbs=add_next_verb,
 )
 
 

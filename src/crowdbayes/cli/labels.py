@@ -165,7 +165,8 @@ def add_next_options(parser: Parser) -> None:
         "--strategy",
         default="auto",
         choices=["auto", *QUESTION_STRATEGIES],
-        help="how to value a question (default auto: information)",
+        help="how to value a question (default auto: information with --available, "
+        "uncertainty without)",
     )
     parser.add_argument(
         "--audit",

@@ -4,10 +4,13 @@ designs) from pairwise battles, as an arena keeps them (the record of the leader
 crowdbayes leaderboard fit BATTLES [-o BOARD] [--save-model MODEL]
                                    [--init-model MODEL --partial]
                                    [--tie-model davidson|half] [--scale logit|elo] [--anchor ID]
-                                   [--interval laplace|sandwich|bootstrap] [--bootstrap N]
+                                   [--interval laplace|sandwich|bootstrap|exact] [--bootstrap N]
                                    [--covariates C1,C2 | --style [F1,F2]] [--judge-column C]
                                    [--category-column C] [--model-a-column C]
                                    [--model-b-column C] [--winner-column C] [--robustness K]
+                                   [--judge-noise flip|random] [--judge-threshold T]
+                                   [--workers-out JUDGES]
+                                   [--backend memory|dask [--scheduler ADDR] [--dask-workers N]]
 crowdbayes leaderboard predict MODEL --pairs PAIRS [-o P]
 crowdbayes report leaderboard BATTLES ... [-o board.html]
 
@@ -21,7 +24,12 @@ differences (a minus b); ``--style`` builds them from every numeric pair of colu
 F_b`` (or those named), as the arena's style control does
 (:func:`crowdbayes.data.battles.style_covariates`). The daily update: ``--init-model
 board.npz --partial --save-model board.npz`` adds the new battles of BATTLES to the saved
-model's counts and refits.
+model's counts and refits. With ``--judge-column`` each judge is rated by Crowd-BT
+(:mod:`crowdbayes.models.comparisons._leaderboard_judges`): the summary shows the most and
+least reliable judges and those flagged (reliability below ``--judge-threshold``), and
+``--workers-out`` writes the judges' table (battles, decisive, agreement, reliability, lower,
+upper, flagged). ``--backend dask`` counts the battles of Parquet files on a Dask cluster
+(:mod:`.leaderboard_dask`) and fits the counts here.
 
 PAIRS is a ``model_a, model_b`` table; ``predict`` writes it with ``p_a_wins``, ``p_b_wins``
 and ``p_tie`` (the probabilities of the three outcomes at the fitted scores).
@@ -35,6 +43,7 @@ from ._common import CommandError
 from ._models import TABLES, ModelTable, Option, open_unit, positive_float, positive_int
 from ._parser import Parser, add_normalize_option
 from ._record import Family, Inputs, PredictVerb
+from .leaderboard_dask import add_dask_options, dask_backend, read_on_dask
 
 __all__ = ["FAMILY", "LEADERBOARD", "register"]
 
@@ -42,6 +51,8 @@ __all__ = ["FAMILY", "LEADERBOARD", "register"]
 OVERALL = "(all)"
 #: models listed in the summary
 _TOP = 10
+#: judges listed in the summary at each end of the judges' table
+_JUDGES = 3
 
 
 LEADERBOARD = ModelTable(
@@ -71,8 +82,9 @@ LEADERBOARD = ModelTable(
             "--interval",
             "interval",
             "score and rank intervals: laplace (default: the posterior), sandwich (robust to a "
-            "misspecified model) or bootstrap (seeded, over the battles; --bootstrap N)",
-            choices=("laplace", "sandwich", "bootstrap"),
+            "misspecified model), bootstrap (seeded, over the battles; --bootstrap N) or exact "
+            "(seeded draws of the exact posterior; at most 50 models)",
+            choices=("laplace", "sandwich", "bootstrap", "exact"),
         ),
         Option(
             "--prior-scale",
@@ -109,7 +121,24 @@ def add_input_options(parser: Parser) -> None:
         help="values model_a, model_b, tie or 'tie (bothbad)' (default winner; without it, "
         "the one-hot columns winner_model_a, winner_model_b, winner_tie)",
     )
-    columns.add_argument("--judge-column", help="who judged each battle (a person, an LLM)")
+    columns.add_argument(
+        "--judge-column",
+        help="who judged each battle (a person, an LLM): each judge is rated by Crowd-BT",
+    )
+    judges = parser.add_argument_group("judges (with --judge-column)")
+    judges.add_argument(
+        "--judge-noise",
+        choices=("flip", "random"),
+        help="an unreliable judge's vote is the opposite answer (flip, default: a random "
+        "voter's reliability is near 0.5) or a random one (random)",
+    )
+    judges.add_argument(
+        "--judge-threshold",
+        type=open_unit("--judge-threshold"),
+        metavar="T",
+        help="flag judges whose reliability is below T (default 0.65 with flip noise, 0.5 "
+        "with random)",
+    )
     columns.add_argument(
         "--category-column",
         help="the battle's category: one board per category besides the overall one",
@@ -153,6 +182,7 @@ def add_fit_options(parser: Parser) -> None:
         help="with --init-model: BATTLES holds only new battles; add them to the saved "
         "model's counts and refit (--save-model may name the --init-model file)",
     )
+    add_dask_options(parser)
 
 
 # ------------------------------------------------------------------------------ reading
@@ -249,7 +279,11 @@ def read(args: argparse.Namespace, model) -> Inputs:
             f"{args.load} holds a {type(model).__name__}, not a model of `crowdbayes leaderboard`"
         )
     _check_updates(args)
+    if vars(args).get("workers_out") and args.judge_column is None:
+        raise CommandError("--workers-out writes the judges' table: give --judge-column")
     table, covariates = args.input, _names(args.covariates)
+    if dask_backend(args):
+        return read_on_dask(args, covariates)
     if args.style is not None:
         table, covariates = _with_style(args)
     data = Battles(
@@ -271,6 +305,7 @@ def fit(model, inputs: Inputs, args: argparse.Namespace):
     category; ``--bootstrap`` (of ``fit`` or ``report``) sets the replicates."""
     if getattr(args, "bootstrap", None) is not None:
         model.set_params(n_bootstrap=args.bootstrap).check_params()
+    model.set_params(**_judge_settings(args))
     if getattr(args, "partial", False):
         return _update(model, inputs, args)
     model = model.fit(inputs.data)
@@ -300,9 +335,16 @@ def _update(model, inputs: Inputs, args: argparse.Namespace):
     settings = {name: params[name] for name in (*given, "random_state", "progress")}
     if getattr(args, "bootstrap", None) is not None:
         settings["n_bootstrap"] = args.bootstrap
+    settings.update(_judge_settings(args))
     saved.set_params(**settings).check_params()
     args.category_boards = {}
     return saved.partial_fit(inputs.data)
+
+
+def _judge_settings(args: argparse.Namespace) -> dict:
+    """The judge model's parameters given on the command line."""
+    given = {"judge_noise": args.judge_noise, "judge_threshold": args.judge_threshold}
+    return {name: value for name, value in given.items() if value is not None}
 
 
 def item_table(model, args: argparse.Namespace):
@@ -348,7 +390,41 @@ def summary(model, inputs: Inputs, seconds: float, args: argparse.Namespace, tab
     if boards:
         best = [f"{category}: {board.board_.index[0]}" for category, board in boards.items()]
         lines.append(f"first by category: {'; '.join(best)}")
+    if model.judges_ is not None:
+        lines += _judge_lines(model)
     return lines
+
+
+def judge_table(model):
+    """The judges' table of ``--workers-out`` (``judges_``, a judge per row)."""
+    return model.judges_
+
+
+def _judge_lines(model) -> list[str]:
+    """The most and least reliable judges, and those flagged."""
+    import pandas as pd
+
+    from ..report._leaderboard import judge_summary, shown_judges
+
+    params = model.get_params()
+    judges = model.judges_
+    shown = shown_judges(judges, _JUDGES)
+    level = f"{params['credible_level']:.0%}"
+    table = pd.DataFrame(
+        {
+            f"reliability [{level}]": [
+                f"{r:.3f} [{lo:.3f}, {hi:.3f}]"
+                for r, lo, hi in zip(
+                    shown["reliability"], shown["lower"], shown["upper"], strict=True
+                )
+            ],
+            "agreement": shown["agreement"].map("{:.3f}".format),
+            "battles": shown["battles"].map("{:,}".format),
+            "flagged": shown["flagged"].map({True: "yes", False: ""}),
+        },
+        index=shown.index,
+    )
+    return [judge_summary(model), table.to_string()]
 
 
 def _number(params: dict):
@@ -485,6 +561,7 @@ FAMILY = Family(
     summary=summary,
     fit=fit,
     add_fit_options=add_fit_options,
+    worker_table=judge_table,
     save_model_replaces="init_model",  # the daily update: --init-model M --save-model M
     predict=PredictVerb(
         help="P(a wins), P(b wins) and P(tie) of model pairs from a saved board",

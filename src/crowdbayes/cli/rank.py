@@ -1,15 +1,28 @@
-"""``crowdbayes rank fit|predict``: Plackett–Luce scores from rankings and choices (the record
-of the rank family).
+"""``crowdbayes rank fit|predict|next``: Plackett–Luce scores from rankings and choices, and
+which choice sets to show next (the record of the rank family).
 
 crowdbayes rank fit RANKINGS [--features ITEMS] [--model pl-vi|pl-map|pl-mm|pl-gibbs]
                              [--save-model MODEL] [-o SCORES] [--eta X|auto] [--seed N]
 crowdbayes rank predict MODEL --pairs PAIRS [--features ITEMS] [-o P]
+crowdbayes rank next RANKINGS --n N [--candidates SETS] [--features ITEMS] [--model pl-vi|pl-gibbs]
+                              [--strategy S] [--confidence P] [--draws S] [--seed N] [-o NEXT]
+
+``rank next`` fits the model to RANKINGS and writes the N candidate choice sets most worth
+showing next (:func:`crowdbayes.active.rankings.suggest_sets`): sets with items never shown
+first (greedily, each chosen set's items then counting as shown), then by the expected
+information gain about the utilities (BALD, from seeded posterior draws). SETS is a long
+``query,item`` table, one row per member (a recorded RANKINGS file will do: its rank column is
+ignored); without it, every pair of the fitted items (at most 50,000, else a seeded sample).
+The output is the chosen sets in the same long format, in the order to show them (``order``,
+1 = first), with their ``score`` (nats), ``new_items`` and an empty ``rank`` column: fill in
+1 for the chosen item and it is a RANKINGS file.
 """
 
 from __future__ import annotations
 
 import argparse
 
+from ..gp.question_strategies import PAIR_QUESTION_VALUES
 from ._models import (
     TABLES,
     ModelTable,
@@ -18,8 +31,9 @@ from ._models import (
     positive_float,
     positive_int,
 )
+from ._outputs import add_output
 from ._parser import Parser, add_features_option, add_normalize_option
-from ._record import Family, Inputs, PredictVerb
+from ._record import Family, Inputs, PredictVerb, add_escape_formulas, say, write_results
 from .convert import add_format_option
 
 __all__ = ["FAMILY", "RANK", "register"]
@@ -153,6 +167,141 @@ def predict(model, args: argparse.Namespace):
     return pairs.assign(p_left=model.predict_proba(left, right, items).to_numpy())
 
 
+# ------------------------------------------------------------------------------ next
+#: candidate pairs of the fitted items at most (else a seeded sample of this many)
+MAX_CANDIDATE_PAIRS = 50_000
+
+
+def add_next_verb(actions) -> None:
+    """``rank next RANKINGS --n N``: which choice sets to show next."""
+    verb = FAMILY._verb_parser(
+        actions, "next", "which choice sets to show next (fits the model first)", epilog=True
+    )
+    FAMILY.add_fit_arguments(verb)
+    verb.add_argument("--n", required=True, help="how many sets to suggest")
+    verb.add_argument(
+        "--candidates",
+        help="candidate sets: a long query,item table, one row per member (default: every "
+        "pair of the fitted items)",
+    )
+    verb.add_argument(
+        "--strategy",
+        default="auto",
+        choices=("auto", *PAIR_QUESTION_VALUES),
+        help="how to order the sets after the never-shown items (default auto: information, "
+        "the expected information gain about the utilities, best first; power: drawn with "
+        "probability proportional to it; mixed: best first and uniform draws alternating; "
+        "uncertainty: the entropy of the predicted choice; random)",
+    )
+    verb.add_argument(
+        "--confidence",
+        help="a set whose choice the model already predicts with this probability (0-1) is "
+        "decided and never suggested",
+    )
+    verb.add_argument(
+        "--draws", default="256", help="posterior draws for the information gain (default 256)"
+    )
+    add_output(verb, "--out", "write the sets here (default: stdout)", short="-o")
+    add_escape_formulas(verb)
+    verb.set_defaults(handler=run_next)
+
+
+def run_next(args: argparse.Namespace) -> None:
+    """``rank next``: fit, then write the sets to show next."""
+    from ._common import CommandError
+    from ._models import open_unit
+
+    n = positive_int("--n")(args.n)
+    draws = positive_int("--draws")(args.draws)
+    confidence = None if args.confidence is None else open_unit("--confidence")(args.confidence)
+    model = FAMILY.make_model(args)
+    if model.tags.posterior == "point":
+        users = RANK.users(lambda t: t.posterior != "point")
+        raise CommandError(
+            f"--model {args.model} gives a point estimate, so no set is worth more than "
+            f"another (the information gain needs a posterior); use --model {', '.join(users)}"
+        )
+    inputs = FAMILY.read(args, model)
+    candidates = _candidates(args, inputs.data)
+    model = FAMILY.fit(model, inputs, args)
+    if candidates is None:
+        candidates = _fitted_pairs(model.item_ids_, args)
+    from ..active.rankings import suggest_sets
+
+    strategy = "information" if args.strategy == "auto" else args.strategy
+    chosen = suggest_sets(
+        model,
+        candidates,
+        n,
+        features=inputs.data.features,
+        strategy=strategy,
+        confidence=confidence,
+        n_draws=draws,
+        random_state=args.seed,
+    )
+    if len(chosen) == 0:
+        raise CommandError(
+            f"nothing left to ask: every candidate is decided at --confidence {args.confidence}"
+        )
+    values = chosen.assign(order=range(1, len(chosen) + 1))[
+        ["order", "score", "new_items"]
+    ].reset_index(drop=True)
+    table = candidates.take(candidates.ids.get_indexer(chosen.index)).long(values)
+    table[args.rank_column] = ""
+    write_results(args, table, index=False)
+    rankings = inputs.data
+    say(
+        args,
+        [
+            f"{type(model).__name__}: {rankings.n_queries} queries of {rankings.n_items} "
+            f"items; wrote {len(chosen)} set(s) of {len(candidates)} candidates to "
+            f"{args.out or 'stdout'} ({int(chosen['new_items'].sum())} never-shown item(s) "
+            f"among them; information gain of the first {chosen['score'].iloc[0]:.4g} nats)"
+        ],
+    )
+
+
+def _candidates(args: argparse.Namespace, rankings):
+    """The ``--candidates`` sets (None without it), their ids read like the input's."""
+    if args.candidates is None:
+        return None
+    from ..active.rankings import ChoiceSets
+    from ._inputs import ids_like, read_columns
+
+    query, item = args.query_column, args.item_column
+    table = read_columns(args.candidates, "candidates", (query, item), ids=(query, item))
+    known = rankings.item_ids if rankings.features is None else rankings.features.ids
+    table[item] = ids_like(table[item], known)
+    return ChoiceSets.from_table(table, set_column=query, item_column=item)
+
+
+def _fitted_pairs(items, args: argparse.Namespace):
+    """Every pair of the fitted items as candidate sets ``left|right`` (or a seeded sample
+    of :data:`MAX_CANDIDATE_PAIRS` of them)."""
+    import numpy as np
+    import pandas as pd
+
+    from ..active.rankings import ChoiceSets
+    from ..roles.pair_questions import triangular_pair
+
+    n = len(items)
+    total = n * (n - 1) // 2
+    if total <= MAX_CANDIDATE_PAIRS:
+        left, right = np.triu_indices(n, k=1)
+    else:
+        rng = np.random.default_rng(args.seed)
+        k = np.sort(rng.choice(total, MAX_CANDIDATE_PAIRS, replace=False))
+        left, right = triangular_pair(k, n)
+    ids = [f"{a}|{b}" for a, b in zip(items[left], items[right], strict=True)]
+    table = pd.DataFrame(
+        {
+            args.query_column: np.repeat(ids, 2),
+            args.item_column: np.stack([items[left], items[right]], axis=1).ravel(),
+        }
+    )
+    return ChoiceSets.from_table(table, set_column=args.query_column, item_column=args.item_column)
+
+
 FAMILY = Family(
     name="rank",
     judgment="rankings",
@@ -170,6 +319,7 @@ FAMILY = Family(
         add_options=add_predict_options,
         predict=predict,
     ),
+    more_verbs=add_next_verb,
 )
 
 

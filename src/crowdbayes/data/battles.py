@@ -68,36 +68,34 @@ class BattleCounts:
     @classmethod
     def of(cls, n_models, a, b, outcome, X, count=None) -> BattleCounts:
         """Orient every row so that ``a < b`` and add up equal rows."""
-        a, b = np.asarray(a, dtype=np.int64), np.asarray(b, dtype=np.int64)
-        outcome = np.asarray(outcome, dtype=np.int64)
         X = np.zeros((len(a), 0)) if X is None else np.asarray(X, dtype=np.float64)
-        count = np.ones(len(a), dtype=np.int64) if count is None else np.asarray(count)
-        swap = a > b
-        low, high = np.where(swap, b, a), np.where(swap, a, b)
-        outcome = np.where(swap & (outcome < TIE), 1 - outcome, outcome)
-        X = np.where(swap[:, None], -X, X)
-        key = (low * n_models + high) * 3 + outcome
+        weights = None if count is None else np.asarray(count)
+        swap, key = oriented_keys(n_models, a, b, outcome)
         if X.shape[1] == 0 and n_models <= _DENSE_KEYS:  # count by key: O(battles), no sort
-            total = np.bincount(key, count, 3 * n_models * n_models)
+            total = np.bincount(key, weights, 3 * n_models * n_models)
             keys = np.flatnonzero(total)
             pair, outcome = keys // 3, keys % 3
+            dtype = np.int64 if weights is None else weights.dtype
             return cls(
                 n_models,
                 pair // n_models,
                 pair % n_models,
                 outcome,
                 np.zeros((len(keys), 0)),
-                total[keys].astype(count.dtype),
+                total[keys].astype(dtype),
             )
+        count = np.ones(len(key), dtype=np.int64) if weights is None else weights
         if X.shape[1] == 0:
             keys, inverse = np.unique(key, return_inverse=True)
             rows = np.zeros((len(keys), 0))
         else:
+            X = np.where(swap[:, None], -X, X)
             table = np.column_stack([key.astype(np.float64), X])
             first, inverse = _distinct_rows(table)
             keys, rows = key[first], X[first]
         inverse = inverse.ravel()
         total = np.bincount(inverse, count, len(keys)).astype(count.dtype)
+        keys = keys.astype(np.int64)
         pair, outcome = keys // 3, keys % 3
         return cls(n_models, pair // n_models, pair % n_models, outcome, rows, total)
 
@@ -118,6 +116,50 @@ class BattleCounts:
             np.concatenate([self.count, other.count]),
         )
 
+    def reaches_all(self, *, wins: bool = False, max_steps: int = 64) -> bool:
+        """Whether the comparison graph is connected (``wins=False``: an edge between the two
+        models of every row) or the win graph is strongly connected (``wins=True``: an edge
+        from each row's winner to its loser, a tie an edge each way), found by breadth-first
+        search from model 0 over the rows — one vectorised pass per step, O(rows) — forward
+        and, for the win graph, backward (strongly connected if and only if every model is
+        reached from model 0 and reaches it). True is certain; False means not shown within
+        ``max_steps`` steps (the graph's diameter, a few steps on a leaderboard's graph), so a
+        caller then finds the components another way (and their number, for its message)."""
+        if not wins:
+            source = np.concatenate([self.a, self.b])
+            target = np.concatenate([self.b, self.a])
+            return _reaches_all(self.n_models, source, target, max_steps)
+        source, target = self.win_edges()
+        return _reaches_all(self.n_models, source, target, max_steps) and _reaches_all(
+            self.n_models, target, source, max_steps
+        )
+
+    def win_edges(self) -> tuple[np.ndarray, np.ndarray]:
+        """The win graph's edges ``(source, target)``: each row's winner to its loser, a tie an
+        edge each way."""
+        a_beats, b_beats = self.outcome != B_WINS, self.outcome != A_WINS
+        source = np.concatenate([self.a[a_beats], self.b[b_beats]])
+        target = np.concatenate([self.b[a_beats], self.a[b_beats]])
+        return source, target
+
+    def win_groups(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The strongly connected components of the win graph (a label per model) and, per
+        component, whether a model outside it ever beat (or tied) one inside, and whether one
+        inside ever beat (or tied) one outside."""
+        from scipy.sparse import csr_matrix
+        from scipy.sparse.csgraph import connected_components
+
+        n = self.n_models
+        source, target = self.win_edges()
+        graph = csr_matrix((np.ones(len(source)), (source, target)), shape=(n, n))
+        parts, labels = connected_components(graph, directed=True, connection="strong")
+        across = labels[source] != labels[target]
+        beaten = np.zeros(parts, dtype=bool)
+        beaten[labels[target[across]]] = True
+        beats = np.zeros(parts, dtype=bool)
+        beats[labels[source[across]]] = True
+        return labels, beaten, beats
+
     def battles_per_model(self) -> np.ndarray:
         n = self.n_models
         return np.bincount(self.a, self.count, n) + np.bincount(self.b, self.count, n)
@@ -128,6 +170,41 @@ class BattleCounts:
         score_a = np.where(o == A_WINS, 1.0, np.where(o == TIE, 0.5, 0.0)) * c
         score_b = np.where(o == B_WINS, 1.0, np.where(o == TIE, 0.5, 0.0)) * c
         return np.bincount(self.a, score_a, n) + np.bincount(self.b, score_b, n)
+
+
+def _reaches_all(n: int, source: np.ndarray, target: np.ndarray, max_steps: int) -> bool:
+    """Whether every one of ``n`` nodes is reached from node 0 along the edges
+    ``source → target`` within ``max_steps`` steps of breadth-first search."""
+    reached = np.zeros(n, dtype=bool)
+    reached[0] = True
+    total = 1
+    for _ in range(max_steps):
+        if total == n:
+            return True
+        reached[target[reached[source]]] = True
+        before, total = total, int(reached.sum())
+        if total == before:  # nothing new: the rest is out of reach
+            return False
+    return total == n
+
+
+def oriented_keys(n_models: int, a, b, outcome) -> tuple[np.ndarray, np.ndarray]:
+    """``(swap, key)`` of battles between models ``a`` and ``b`` with outcomes ``outcome``:
+    ``swap`` where ``a > b``, and the key ``(low·n + high)·3 + o`` of each battle oriented so
+    that ``low < high`` (a swapped battle's win becomes the other side's: ``o = outcome XOR
+    1`` for a win, a tie kept). One pass in 32-bit integers when every key fits (up to
+    26,754 models), else 64-bit."""
+    dtype = np.int32 if 3 * n_models * n_models < 2**31 else np.int64
+    a = np.asarray(a).astype(dtype, copy=False)
+    b = np.asarray(b).astype(dtype, copy=False)
+    outcome = np.asarray(outcome).astype(dtype, copy=False)
+    swap = a > b
+    key = np.minimum(a, b)
+    key *= n_models
+    key += np.maximum(a, b)
+    key *= 3
+    key += outcome ^ (swap & (outcome < TIE))  # 0 ↔ 1 on a swapped win; a tie stays 2
+    return swap, key
 
 
 def _distinct_rows(table: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -222,8 +299,8 @@ class Battles:
             model_ids = pd.Index(pd.unique(both)).sort_values()
         except TypeError:  # ids of mixed kinds: keep the order of first appearance
             model_ids = pd.Index(pd.unique(both))
-        a = model_ids.get_indexer(ids_a)[codes_a].astype(np.int64)
-        b = model_ids.get_indexer(ids_b)[codes_b].astype(np.int64)
+        a = model_ids.get_indexer(ids_a).astype(np.int64)[codes_a]
+        b = model_ids.get_indexer(ids_b).astype(np.int64)[codes_b]
         same = np.flatnonzero(a == b)
         if same.size:
             raise ValueError(
@@ -266,6 +343,18 @@ class Battles:
     @property
     def n_ties(self) -> int:
         return int((self.outcome == TIE).sum())
+
+    @property
+    def category_codes(self) -> np.ndarray | None:
+        """Each battle's category (codes into ``categories``); None without a category
+        column."""
+        return self._category_codes
+
+    def judge_battles(self) -> tuple:
+        """``(judge, a, b, outcome, count)`` of the battles, for counting per judge (codes
+        into ``judge_ids`` and ``model_ids``; ``count`` None: a battle per row — battles
+        counted elsewhere, :class:`crowdbayes.distributed.CountedBattles`, give counts)."""
+        return self.judge_codes, self.a, self.b, self.outcome, None
 
     def counts(self) -> BattleCounts:
         """The distinct oriented ``(pair, outcome, covariates)`` rows and their counts
@@ -338,8 +427,8 @@ def _encode(hygiene: Hygiene, column: pd.Series, name: str, rows) -> tuple[np.nd
     to normalise) the column goes through :meth:`Hygiene.encode`, its messages naming rows."""
     if isinstance(column.dtype, pd.CategoricalDtype):
         categories = pd.Index(column.cat.categories)
-        codes = column.cat.codes.to_numpy(dtype=np.int64)
-        if not (np.bincount(codes[codes >= 0], minlength=len(categories)) > 0).all():
+        codes = column.cat.codes.to_numpy()  # the narrowest integers: int8 below 128 ids
+        if not _used_categories(codes, len(categories)).all():
             return hygiene.encode(_plain(column), name, rows)  # unused categories: not ids
         probe = Hygiene(hygiene.what, normalize=hygiene.normalize)
         try:
@@ -353,6 +442,13 @@ def _encode(hygiene: Hygiene, column: pd.Series, name: str, rows) -> tuple[np.nd
     return hygiene.encode(_plain(column), name, rows)
 
 
+def _used_categories(codes: np.ndarray, n: int) -> np.ndarray:
+    """Which of ``n`` categories the codes use (-1, a missing value, uses none)."""
+    if codes.size and codes.min() >= 0:  # no missing value: no mask over the rows
+        return np.bincount(codes, minlength=n) > 0
+    return np.bincount(codes[codes >= 0], minlength=n) > 0
+
+
 def _plain(column: pd.Series) -> pd.Series:
     """A column read as categories as plain values (what :meth:`Hygiene.encode` takes)."""
     if isinstance(column.dtype, pd.CategoricalDtype):
@@ -363,7 +459,7 @@ def _plain(column: pd.Series) -> pd.Series:
 def _winner_outcome(column: pd.Series, what: str, rows) -> np.ndarray:
     if isinstance(column.dtype, pd.CategoricalDtype):  # the few categories, not the rows
         codes, uniques = column.cat.codes.to_numpy(), column.cat.categories
-        used = np.bincount(codes[codes >= 0], minlength=len(uniques)) > 0
+        used = _used_categories(codes, len(uniques))
     else:
         codes, uniques = pd.factorize(column, sort=False)
         used = np.ones(len(uniques), dtype=bool)

@@ -9,10 +9,12 @@ the :class:`~crowdbayes.data.validate.RowNames` that messages name its rows by),
 
 from __future__ import annotations
 
+import mmap
 import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from ..persistence import write_atomically
@@ -20,6 +22,11 @@ from .hygiene import DataCheck, loose_name
 from .sniff import SEPARATOR_NAMES, TABLE_FORMATS, sniff_separator, sniff_source
 from .source import Source, nul_line
 from .validate import POSITIONS, RowNames
+
+try:  # the compiled reader of identifier columns (setup.py); without it pandas reads them
+    from . import _csv_ids
+except ImportError:  # pragma: no cover - no C compiler at install time
+    _csv_ids = None
 
 __all__ = [
     "TableLike",
@@ -31,6 +38,13 @@ __all__ = [
 ]
 
 TableLike = pd.DataFrame | str | os.PathLike | Source
+
+#: the strings pandas' CSV reader reads as missing by default (``keep_default_na``; its
+#: documented ``na_values`` list): a file whose ids hold one is left to pandas
+DEFAULT_NA_STRINGS = frozenset(
+    ("", "#N/A", "#N/A N/A", "#NA", "-1.#IND", "-1.#QNAN", "-NaN", "-nan", "1.#IND", "1.#QNAN")
+    + ("<NA>", "N/A", "NA", "NULL", "NaN", "None", "n/a", "nan", "null")
+)
 
 
 def read_table(
@@ -61,6 +75,9 @@ def read_table(
     fields are not read.) ``categorical``
     (CSV/TSV): identifier columns are read as pandas categories of strings (codes made while
     parsing: far faster than one string object per row for a caller that factorises them).
+    When every column asked for is such a column, a plain uncompressed file (no quotes,
+    carriage returns or NUL bytes, every line with the wanted fields) is read by the compiled
+    reader :func:`_read_ids_compiled` instead: the same table, in about half pandas' time.
     """
     return read_table_rows(
         source,
@@ -160,24 +177,28 @@ def _read_text(
         sep=sep, compression=compression, encoding="utf-8-sig", engine="c", skip_blank_lines=True
     )
     format_name = "TSV" if sep == "\t" else "CSV"
+    table = None
+    if categorical and compression is None and columns is not None:
+        table = _read_ids_compiled(file, options, id_columns, columns)
     try:
-        line = nul_line(file, compression)
-        if line is not None:
-            raise ValueError(
-                f"{what}: {path} has a NUL byte (\\x00) on line {line}: a damaged or binary "
-                "file; remove it"
+        if table is None:
+            line = nul_line(file, compression)
+            if line is not None:
+                raise ValueError(
+                    f"{what}: {path} has a NUL byte (\\x00) on line {line}: a damaged or "
+                    "binary file; remove it"
+                )
+            names = _header(file, options)
+            header = [h for h in names if isinstance(h, str)]
+            _refuse_repeated(header, what, path)
+            kind_of_id = "category" if categorical else str
+            dtype = {c: kind_of_id for c in _matching(header, id_columns)}
+            usecols = None  # every column, unless all those asked for are named in the header
+            if columns is not None and all(_matching(header, [c]) for c in columns):
+                usecols = _matching(header, columns)
+            table = pd.read_csv(
+                file.target(), dtype=dtype, usecols=usecols, keep_default_na=True, **options
             )
-        first = pd.read_csv(file.target(), header=None, nrows=1, dtype=str, **options)
-        header = [h for h in (first.iloc[0].tolist() if len(first) else []) if isinstance(h, str)]
-        _refuse_repeated(header, what, path)
-        kind_of_id = "category" if categorical else str
-        dtype = {c: kind_of_id for c in _matching(header, id_columns)}
-        usecols = None  # every column, unless all those asked for are named in the header
-        if columns is not None and all(_matching(header, [c]) for c in columns):
-            usecols = _matching(header, columns)
-        table = pd.read_csv(
-            file.target(), dtype=dtype, usecols=usecols, keep_default_na=True, **options
-        )
     except pd.errors.EmptyDataError:
         raise ValueError(f"{what}: {path} is empty") from None
     except (pd.errors.ParserError, UnicodeDecodeError, EOFError, OSError) as err:
@@ -195,6 +216,76 @@ def _read_text(
             )
         )
     return table, rows
+
+
+def _header(file: Source, options: dict) -> list:
+    """The fields of the file's first line as pandas reads them (NaN for an empty one)."""
+    first = pd.read_csv(file.target(), header=None, nrows=1, dtype=str, **options)
+    return first.iloc[0].tolist() if len(first) else []
+
+
+def _read_ids_compiled(
+    file: Source, options: dict, id_columns: Sequence[str], columns: Sequence[str]
+) -> pd.DataFrame | None:
+    """The ``columns`` of a plain text file, all of them identifier columns, as the table of
+    categories pandas would read (categories sorted, missing values none), by the compiled
+    reader ``_csv_ids`` in one pass over the bytes (a regular file mapped into memory, not
+    copied); None where pandas must read the file: no compiled reader, a header pandas would
+    refuse or whose names do not all match exactly, a file the compiled reader does not handle
+    (quotes, carriage returns, NUL bytes, short lines: see its source), an id pandas reads as
+    missing (:data:`DEFAULT_NA_STRINGS`). Any of these costs one read of the header."""
+    if _csv_ids is None:
+        return None
+    try:
+        names = _header(file, options)
+    except (ValueError, OSError, UnicodeDecodeError, EOFError):  # pandas' errors derive from these
+        return None  # said again by the reader proper
+    positions = {n: i for i, n in enumerate(names) if isinstance(n, str)}
+    header = list(positions)
+    # the columns pandas would read (usecols) and read as categories (dtype): exactly these
+    usecols = _matching(header, columns)
+    if (
+        len(positions) != len(names)
+        or sorted(usecols) != sorted(columns)
+        or not set(usecols) <= set(_matching(header, id_columns))
+    ):
+        return None
+    order = sorted(positions[c] for c in columns)
+    try:
+        if file.data is not None:
+            found = _csv_ids.read_ids(file.data, ord(options["sep"]), order, len(names))
+        else:
+            with (
+                open(file.path, "rb") as handle,
+                mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data,
+            ):
+                found = _csv_ids.read_ids(data, ord(options["sep"]), order, len(names))
+    except (OSError, ValueError):  # a file that cannot be mapped (empty, special): pandas reads it
+        return None
+    if found is None:
+        return None
+    _, read = found
+    frame = {}
+    for position, (codes, values) in zip(order, read, strict=True):
+        if not DEFAULT_NA_STRINGS.isdisjoint(values):
+            return None
+        frame[names[position]] = _sorted_categorical(codes, values)
+    return pd.DataFrame(frame)
+
+
+def _sorted_categorical(codes: bytearray, values: list[str]) -> pd.Categorical:
+    """Codes (int32 bytes) of ``values`` (order of first appearance) as a categorical whose
+    categories are sorted, as pandas' reader infers them (codes in the narrowest integers)."""
+    order = sorted(range(len(values)), key=values.__getitem__)
+    narrow = np.int8 if len(values) < 2**7 else np.int16 if len(values) < 2**15 else np.int32
+    rank = np.empty(len(values), dtype=narrow)
+    rank[order] = np.arange(len(values), dtype=narrow)
+    categories = pd.Index([values[i] for i in order])
+    return pd.Categorical.from_codes(
+        rank[np.frombuffer(codes, dtype=np.int32)],
+        dtype=pd.CategoricalDtype(categories),
+        validate=False,  # every code is one of the values'
+    )
 
 
 def _refuse_repeated(header: list[str], what: str, path: Path) -> None:

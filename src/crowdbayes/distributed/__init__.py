@@ -4,7 +4,8 @@ results as in memory.
 Needs the ``dask`` extra (``pip install 'crowdbayes[dask]'``); ``import crowdbayes`` never
 imports Dask, and neither does ``import crowdbayes.distributed``: Dask is imported when a fit
 runs. See :func:`fit_distributed`, :func:`fit_rankings_distributed` (PlackettLuceVI),
-:func:`fit_links_distributed` (LinkClustering's VB), and
+:func:`fit_links_distributed` (LinkClustering's VB), :func:`count_battles` (a leaderboard's
+battles counted from Parquet, for :class:`~crowdbayes.Leaderboard`), and
 :mod:`crowdbayes.inference.statistics` for the sufficient-statistics interface that makes one
 model serve both backends.
 """
@@ -22,6 +23,7 @@ __all__, _export, __dir__ = lazy_exports(
         "._rankings": ("fit_rankings_distributed",),
         "._links": ("fit_links_distributed",),
         "._partitions": ("parquet_files",),
+        "._battles": ("count_battles", "CountedBattles"),
     },
 )
 

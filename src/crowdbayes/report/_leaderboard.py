@@ -3,10 +3,11 @@
 :class:`~crowdbayes.data.battles.Battles`): the battles; the board (a forest plot of the scores
 with their intervals and rank ranges, the top of the table, the whole board as CSV); the
 intervals of the three methods side by side; the win-rate matrix and the rank probabilities;
-how few battles decide the top places; the style coefficients; the boards of each category; and
-the pairs whose order is least certain (what to ask next).
+how few battles decide the top places; the style coefficients; the judges' reliabilities (when
+the battles name their judges); the boards of each category; and the pairs whose order is least
+certain (what to ask next).
 
-The model is read through its public results only: ``board_``, ``style_``,
+The model is read through its public results only: ``board_``, ``style_``, ``judges_``,
 ``sparse_models_``, ``tie_strength_``, ``utility_``, ``intervals()``, ``robustness()``,
 ``get_params()`` (and the figures' ``win_rate_matrix()``, ``rank_probabilities()``).
 """
@@ -25,7 +26,7 @@ from ._boards import board_table, category_boards
 from ._html import Page, format_value
 from ._words import fit_facts, spread
 
-__all__ = ["leaderboard_report", "summary_rows"]
+__all__ = ["judge_summary", "leaderboard_report", "shown_judges", "summary_rows"]
 
 #: rows of the board shown (the CSV has every model)
 BOARD_ROWS = 30
@@ -33,6 +34,8 @@ BOARD_ROWS = 30
 METHOD_ROWS, ROBUST_PAIRS = 10, 5
 #: the interval methods, in the order shown
 METHODS = ("laplace", "sandwich", "bootstrap")
+#: judges shown at each end of the judges' table (the CSV has every judge)
+JUDGE_ROWS = 10
 
 
 def _scale(model) -> str:
@@ -88,6 +91,8 @@ def leaderboard_report(
     _uncertainty(page, model)
     _robustness(page, model)
     _style(page, model)
+    if model.judges_ is not None:
+        _judges(page, model)
     if data.categories is not None:
         boards = category_boards(model, data) if categories is None else categories
         _categories(page, model, boards)
@@ -277,6 +282,61 @@ def _style(page: Page, model) -> None:
         "Style coefficients",
         "An interval that excludes 0 means that style sways the votes.",
     )
+
+
+def shown_judges(judges: pd.DataFrame, k: int) -> pd.DataFrame:
+    """The ``k`` most and ``k`` least reliable judges (all of them when there are at most
+    ``2k``), most reliable first."""
+    if len(judges) <= 2 * k:
+        return judges
+    return pd.concat([judges.head(k), judges.tail(k)])
+
+
+def judge_summary(model) -> str:
+    """One line on the judges: how many, the threshold, and those flagged."""
+    judges = model.judges_
+    params = model.get_params()
+    flagged = judges.index[judges["flagged"].to_numpy()]
+    below = f"{model.judge_threshold_:g}"
+    names = ", ".join(map(str, flagged[:10])) + (" ..." if len(flagged) > 10 else "")
+    return (
+        f"judges: {len(judges):,} rated by Crowd-BT ({params['judge_noise']} noise); "
+        f"{len(flagged)} flagged (reliability below {below})" + (f": {names}" if names else "")
+    )
+
+
+def _judges(page: Page, model) -> None:
+    section = page.section("judges", "Judges")
+    judges = model.judges_
+    level = f"{model.get_params()['credible_level']:.0%}"
+    section.paragraph(
+        "Each judge's reliability is Crowd-BT's probability that a vote follows the board's "
+        "model rather than noise (the posterior mean, with its interval; the intervals are "
+        "too narrow, so read the reliabilities as a ranking), and its agreement is the share "
+        "of its decisive battles won by the model the board scores higher. A judge who votes "
+        "at random sits near 0.5 under flip noise; an adversary near 0. "
+        + judge_summary(model)
+        + "."
+    )
+    shown = shown_judges(judges, JUDGE_ROWS)
+    table = pd.DataFrame(
+        {
+            f"reliability [{level} interval]": [
+                f"{r:.3f} [{lo:.3f}, {hi:.3f}]"
+                for r, lo, hi in zip(
+                    shown["reliability"], shown["lower"], shown["upper"], strict=True
+                )
+            ],
+            "agreement": shown["agreement"],
+            "battles": shown["battles"],
+            "decisive": shown["decisive"],
+            "flagged": shown["flagged"],
+        },
+        index=shown.index.rename("judge"),
+    )
+    section.table(table, max_rows=2 * JUDGE_ROWS, sortable=True)
+    csv = judges.to_csv(float_format="%.6g", lineterminator="\n")
+    section.download("judges.csv", csv, f"Download every judge ({len(judges):,})")
 
 
 def _categories(page: Page, model, boards: dict) -> None:

@@ -24,7 +24,8 @@ class QuestionAsker:
     _tags: ClassVar[dict[str, Any]] = {"suggest": True}
     #: the question-selection strategies (besides ``"auto"``)
     question_strategies: ClassVar[tuple[str, ...]] = ()
-    #: what ``strategy="auto"`` means
+    #: what ``strategy="auto"`` means (unless the role chooses by the questions:
+    #: :meth:`_auto_strategy`)
     default_question_strategy: ClassVar[str] = ""
 
     def suggest(
@@ -69,10 +70,15 @@ class QuestionAsker:
             int(n),
             candidates=candidates,
             available=available,
-            strategy=self.default_question_strategy if strategy == "auto" else strategy,
+            strategy=self._auto_strategy(candidates, available) if strategy == "auto" else strategy,
             confidence=confidence,
             rng=as_generator(random_state),
         )
+
+    def _auto_strategy(self, candidates, available) -> str:
+        """What ``strategy="auto"`` means for these questions: :attr:`default_question_strategy`
+        (a role may choose by the questions, e.g. by whether they name the worker to ask)."""
+        return self.default_question_strategy
 
     def _suggest(self, n, *, candidates, available, strategy, confidence, rng):
         """The role's question selection (see :meth:`suggest`); the arguments are checked and

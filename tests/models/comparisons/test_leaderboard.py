@@ -12,7 +12,7 @@ import pytest
 from scipy import special, stats
 
 from crowdbayes.data import Battles
-from crowdbayes.exceptions import ConvergenceWarning, DataWarning
+from crowdbayes.exceptions import DataWarning
 from crowdbayes.models.comparisons import Leaderboard, simulate_battles
 from crowdbayes.models.comparisons._leaderboard_robustness import influence
 from crowdbayes.models.comparisons._solver import TIE_PRIOR_MEAN, TIE_PRIOR_SD
@@ -344,7 +344,8 @@ def test_unconnected_battles_need_a_prior():
     assert len(quiet_fit(Leaderboard(prior_scale=1.0), frame).board_) == 4
 
 
-def test_a_model_that_never_loses_is_warned():
+def test_a_model_that_never_loses_is_refused_in_one_line():
+    """Infinite maximum-likelihood scores: refused, naming the models, unless a prior."""
     frame = pd.DataFrame(
         {
             "model_a": ["a", "a", "b", "c"],
@@ -352,10 +353,11 @@ def test_a_model_that_never_loses_is_warned():
             "winner": ["model_a", "model_a", "model_a", "model_a"],
         }
     )
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ConvergenceWarning)
-        with pytest.warns(DataWarning, match="infinite"):
-            Leaderboard(min_battles=0, max_iter=3).fit(frame)
+    with pytest.raises(ValueError, match=r"^Leaderboard: a never lost .*prior_scale") as err:
+        Leaderboard(min_battles=0).fit(frame)
+    assert "\n" not in str(err.value)
+    board = quiet_fit(Leaderboard(min_battles=0, prior_scale=2.0), frame).board_
+    assert board.index[0] == "a" and np.isfinite(board["score"]).all()
 
 
 def test_bad_problem_for_the_fit_is_one_line():

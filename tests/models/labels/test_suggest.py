@@ -29,7 +29,7 @@ def data():
 @pytest.mark.parametrize("cls", [MajorityVote, DawidSkene, BayesianDawidSkene])
 def test_suggest_returns_the_most_valuable_tasks_best_first(cls, data):
     model = cls().fit(data)
-    table = model.suggest(10, random_state=0)
+    table = model.suggest(10, strategy="information", random_state=0)
     assert list(table.columns) == ["task", "score"] and len(table) == 10
     assert table["task"].is_unique and table["score"].is_monotonic_decreasing
     assert set(table["task"]) <= set(model.probas_.index)
@@ -37,6 +37,21 @@ def test_suggest_returns_the_most_valuable_tasks_best_first(cls, data):
     everything = model.suggest(len(model.probas_), strategy="uncertainty", random_state=0)
     entropy = everything.set_index("task")["score"]
     assert entropy.loc[table["task"]].mean() > entropy.mean()
+
+
+def test_auto_asks_by_entropy_for_anyone_and_by_information_for_a_named_worker(data):
+    model = BayesianDawidSkene().fit(data)
+
+    def same(strategy, **where):
+        auto = model.suggest(8, random_state=0, **where)
+        pd.testing.assert_frame_equal(
+            auto, model.suggest(8, strategy=strategy, random_state=0, **where)
+        )
+
+    same("uncertainty")
+    same("uncertainty", candidates=list(model.probas_.index[:30]))
+    same("information", available=["w0", "w1"])
+    same("information", candidates=pd.DataFrame({"task": model.probas_.index[:9], "worker": "w2"}))
 
 
 def test_same_seed_same_suggestions_and_random_baseline(data):

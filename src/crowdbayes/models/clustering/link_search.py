@@ -36,9 +36,11 @@ The moves
   set of blocks of :math:`a` and :math:`b` joined by net cannot-links; exchanging :math:`a` and
   :math:`b` on a whole chain relabels a region of tasks at once, a move no sequence of single
   improving block moves reaches.
-* :func:`dissolve_smallest`: a search run with spare clusters comes back to K by keeping the
-  K largest clusters and re-placing the items of the others (:func:`greedy_placement`, the
-  procedure of :func:`greedy_start` given the items kept).
+* :func:`dissolve_smallest`: a hard partition with spare clusters comes back to K by keeping
+  the K largest clusters and re-placing the items of the others (:func:`greedy_placement`, the
+  procedure of :func:`greedy_start` given the items kept). (``LinkClustering`` brings its
+  searches with spare clusters back to K by the merge and delete moves of
+  :mod:`crowdbayes.models.clustering.link_reduce` instead, which reach higher ELBOs.)
 
 :class:`~crowdbayes.models.clustering.LinkClustering` alternates the two starts over its
 restarts, improves each with :func:`block_search`, runs VB, and polishes the VB solution with
@@ -145,8 +147,8 @@ def dissolve_smallest(
     """Reduce the hard assignments ``chosen`` to their ``n_clusters`` largest clusters
     (renumbered ``0 … n_clusters−1`` by decreasing size): the items of the others are
     re-placed by :func:`greedy_placement` given the items kept, each on the kept cluster its
-    links favour. This is how a search run with more clusters than asked comes back to
-    ``n_clusters`` (:class:`~crowdbayes.models.clustering.LinkClustering`, ``search_factor``).
+    links favour: one way for a search run with more clusters than asked to come back to
+    ``n_clusters``.
     """
     sizes = np.bincount(chosen)
     kept = np.argsort(-sizes, kind="stable")[:n_clusters]

@@ -32,21 +32,26 @@ sides at once, each with its own step lengths): O(pairs) per iteration, no dense
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
-import scipy.sparse as sp
-from scipy.linalg import cho_factor, cho_solve
 
 from ...data.battles import TIE, BattleCounts
 from ._davidson import outcome_log_probs, weighted_terms
 from ._solver import TIE_PRIOR_MEAN, TIE_PRIOR_SD
 
-__all__ = ["BattleProblem", "Mode", "SparseHessian", "solve"]
+if TYPE_CHECKING:  # scipy is imported when needed: 0.1 s, most of a small board's fit
+    import scipy.sparse as sp
+
+__all__ = ["BattleProblem", "Cholesky", "Mode", "SparseHessian", "solve"]
 
 #: weight of the centring term when the scores have no prior
 _CENTRING = 1.0
 #: relative residual at which a conjugate-gradient solve stops, and its most iterations
 CG_RTOL, CG_MAX_ITER = 1e-12, 2000
+#: up to this many parameters a dense system is factorised by numpy (no scipy import), above
+#: by scipy's ``cho_factor`` (whose triangular solves are cheaper than numpy's general ones)
+NUMPY_CHOLESKY = 500
 
 
 class SparseHessian:
@@ -109,11 +114,39 @@ class SparseHessian:
         )
 
 
+class Cholesky:
+    r"""The Cholesky factor :math:`M = LL^\top` of a dense symmetric positive definite
+    matrix, for solves :math:`M^{-1} b = L^{-\top}(L^{-1} b)`; ``LinAlgError`` if ``M`` is not
+    positive definite. Up to :data:`NUMPY_CHOLESKY` rows by numpy (LAPACK ``potrf``, then the
+    two triangular systems by ``gesv``: O(n³) each, under a millisecond at a few hundred rows),
+    so that a small board's fit never imports scipy; above, scipy's ``cho_factor`` and
+    ``cho_solve`` (``potrf``/``potrs``)."""
+
+    def __init__(self, matrix: np.ndarray) -> None:
+        matrix = np.asarray(matrix, dtype=np.float64)
+        self._scipy = None
+        if len(matrix) > NUMPY_CHOLESKY:
+            from scipy.linalg import cho_factor
+
+            self._scipy = cho_factor(matrix, lower=True, check_finite=False)
+        else:
+            self._lower = np.linalg.cholesky(matrix)
+
+    def solve(self, rhs: np.ndarray) -> np.ndarray:
+        """``M⁻¹ rhs`` (a vector, or one column per right-hand side)."""
+        if self._scipy is not None:
+            from scipy.linalg import cho_solve
+
+            return cho_solve(self._scipy, rhs, check_finite=False)
+        return np.linalg.solve(self._lower.T, np.linalg.solve(self._lower, rhs))
+
+
 def solve(matrix, rhs: np.ndarray) -> np.ndarray:
-    """``matrix⁻¹ rhs`` for minus a Hessian, dense (Cholesky) or :class:`SparseHessian`."""
+    """``matrix⁻¹ rhs`` for minus a Hessian, dense (:class:`Cholesky`) or
+    :class:`SparseHessian`."""
     if isinstance(matrix, SparseHessian):
         return matrix.solve(rhs)
-    return cho_solve(cho_factor(matrix, lower=True, check_finite=False), rhs, check_finite=False)
+    return Cholesky(matrix).solve(rhs)
 
 
 @dataclass
@@ -293,6 +326,8 @@ class BattleProblem:
             self._pattern = order, cols[order].astype(np.int64), indptr.astype(np.int64)
         order, indices, indptr = self._pattern
         data = np.concatenate(vals)[order]
+        import scipy.sparse as sp
+
         matrix = sp.csr_matrix((data, indices, indptr), shape=(size, size))
         centring = _CENTRING if self.prior_var is None else 0.0
         return value, grad, SparseHessian(matrix, n, centring)

@@ -47,11 +47,9 @@ from __future__ import annotations
 from statistics import NormalDist
 
 import numpy as np
-import scipy.sparse as sp
-from scipy.linalg import cho_factor, cho_solve
 
 from ...data.battles import TIE
-from ._battles_fit import BattleProblem, Mode, SparseHessian
+from ._battles_fit import BattleProblem, Cholesky, Mode, SparseHessian
 
 #: bootstrap replicates refitted together (memory: this many Hessians)
 BOOTSTRAP_BATCH = 50
@@ -136,6 +134,8 @@ def _estimated_diagonal(
     block = hessian.matrix[:n, :n].tocsr()
     block.sum_duplicates()  # rows of one pair with different covariates
     d = block.diagonal()
+    import scipy.sparse as sp  # the sparse path only: a small board's fit never imports scipy
+
     off = (block - sp.diags(d)).tocsr()
     squared = off.multiply(off)
     control_diagonal = 1.0 / d + (squared @ (1.0 / d)) / d**2
@@ -230,13 +230,13 @@ def bootstrap_draws(
         return kstep_draws(problem, mode, n_bootstrap, rng)
     counts = problem.counts.count.astype(np.float64)
     scores = problem.score_matrix(mode.z)
-    factor = cho_factor(mode.matrix, lower=True, check_finite=False)
+    factor = Cholesky(mode.matrix)
     out = np.empty((n_bootstrap, problem.size))
     for start in range(0, n_bootstrap, batch):
         size = min(batch, n_bootstrap - start)
         replicates = multinomial_counts(rng, problem.counts.count, size).astype(np.float64)
         shift = (scores.T @ (replicates - counts).T).T
-        Z = mode.z + cho_solve(factor, shift.T, check_finite=False).T
+        Z = mode.z + factor.solve(shift.T).T
         done = np.zeros(size, dtype=bool)
         try:
             if not problem.k:
@@ -339,7 +339,7 @@ def kstep_draws(
     (a full refit builds one and takes several passes), so 1,000 replicates of two million
     distinct battles with covariates take about a minute. A replicate whose steps leave a
     non-finite value is NaN."""
-    factor = cho_factor(mode.matrix, lower=True, check_finite=False)
+    factor = Cholesky(mode.matrix)
     at_mode = row_scores(problem, mode.z)
     out = np.empty((n_bootstrap, problem.size))
     for r in range(n_bootstrap):
@@ -353,15 +353,15 @@ def kstep(
     problem: BattleProblem, mode: Mode, weight: np.ndarray, k: int, *, factor=None, at_mode=None
 ) -> np.ndarray:
     """One replicate of :func:`kstep_draws` with row counts ``weight`` (``factor``: the
-    Cholesky factor of ``mode.matrix``, ``at_mode``: :func:`row_scores` at the mode, when
+    :class:`Cholesky` factor of ``mode.matrix``, ``at_mode``: :func:`row_scores` at the mode, when
     already computed); all NaN if a step leaves a non-finite value."""
     if factor is None:
-        factor = cho_factor(mode.matrix, lower=True, check_finite=False)
+        factor = Cholesky(mode.matrix)
     z = mode.z
     for step in range(k):
         g_d, g_t = at_mode if step == 0 and at_mode is not None else row_scores(problem, z)
         grad = _weighted_gradient(problem, z, weight, g_d, g_t)
-        z = z + cho_solve(factor, grad, check_finite=False)
+        z = z + factor.solve(grad)
     return z if np.all(np.isfinite(z)) else np.full(problem.size, np.nan)
 
 
@@ -384,9 +384,9 @@ def _chord(problem: BattleProblem, z, count, tol: float, max_iter: int = 30):
     the order of that distance; stops when a step is below ``sqrt(tol)``."""
     weights = problem.pair_weights(count)
     _, grad, matrix = problem.gradient_and_matrix(z, weights)
-    factor = cho_factor(matrix, lower=True, check_finite=False)
+    factor = Cholesky(matrix)
     for _ in range(max_iter):
-        step = cho_solve(factor, grad, check_finite=False)
+        step = factor.solve(grad)
         z = z + step
         if np.abs(step).max() ** 2 < tol:
             return z, bool(np.all(np.isfinite(z)))

@@ -11,14 +11,15 @@ weighted Laplacian plus the prior precision (and θ's row), sparse and positive 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
-import scipy.sparse as sp
-from scipy.linalg import lapack
-from scipy.sparse.linalg import cg, splu
 
 from ...data.comparisons import Comparisons
 from ._davidson import weighted_terms
+
+if TYPE_CHECKING:  # scipy is imported when a fit needs it (0.1 s)
+    import scipy.sparse as sp
 
 __all__ = ["NEWTON_STEPS", "NEWTON_TOL", "TIE_PRIOR_MEAN", "TIE_PRIOR_SD", "observed_weights"]
 
@@ -130,6 +131,8 @@ class _ScoreProblem:
             grad = np.append(grad, g_t - (theta - TIE_PRIOR_MEAN) / TIE_PRIOR_SD**2)
             column = np.bincount(d.left, cross, n) - np.bincount(d.right, cross, n)
             values += [np.append(column, c_t + 1.0 / TIE_PRIOR_SD**2), column]
+        import scipy.sparse as sp
+
         data = np.concatenate(values)[self._order]
         matrix = sp.csc_matrix((data, self._indices, self._indptr), shape=(self.size, self.size))
         return grad, matrix
@@ -170,6 +173,8 @@ class _ScoreProblem:
         n, size = self.design.n_items, self.size
         if size <= _DENSE_VARIANCE_LIMIT:
             return _inverse_diagonal(matrix.toarray())[:n]
+        from scipy.sparse.linalg import splu
+
         lu = splu(matrix)
         out = np.empty(n)
         for start in range(0, n, _VARIANCE_BLOCK):
@@ -187,6 +192,9 @@ def _solve_positive_definite(matrix: sp.csc_matrix, rhs: np.ndarray) -> np.ndarr
     random comparison graph fills in instead (1.5 s per factorisation for 2,000 items and
     20,000 random pairs, against milliseconds here). Falls back to LU if CG has not met its
     tolerance within ``10 n`` iterations."""
+    import scipy.sparse as sp
+    from scipy.sparse.linalg import cg, splu
+
     preconditioner = sp.diags(1.0 / matrix.diagonal())
     step, info = cg(
         matrix, rhs, rtol=_CG_RTOL, atol=0.0, M=preconditioner, maxiter=10 * matrix.shape[0]
@@ -197,6 +205,8 @@ def _solve_positive_definite(matrix: sp.csc_matrix, rhs: np.ndarray) -> np.ndarr
 def _inverse_diagonal(dense: np.ndarray) -> np.ndarray:
     """Diagonal of the inverse of a symmetric positive definite matrix, from its Cholesky
     factor (``potri`` writes the inverse's lower triangle in place)."""
+    from scipy.linalg import lapack
+
     factor, info = lapack.dpotrf(dense, lower=1, overwrite_a=1)
     if info != 0:
         raise np.linalg.LinAlgError(f"minus the Hessian is not positive definite (potrf {info})")

@@ -49,6 +49,7 @@ from ...base import Options, PositivePair
 from ...data.comparisons import Comparisons
 from ...data.io import TableLike
 from ...inference.driver import run_iterations
+from ...maths import dirichlet_kl
 from ._base import OUTCOMES, SHARED_CONSTRAINTS, BradleyTerryBase
 from ._davidson import outcome_log_probs
 from ._solver import TIE_PRIOR_MEAN, _Design, _ScoreProblem, observed_weights
@@ -203,13 +204,7 @@ class CrowdBT(BradleyTerryBase):
     def _prior_terms(problem, state, a0: float, b0: float, flip: bool) -> float:
         """log p(s) + log p(θ) + log p(q) − Σ_j KL(Beta(a_j, b_j) ‖ Beta(a0, b0))."""
         a, b = state["a"], state["b"]
-        kl = (
-            special.betaln(a0, b0)
-            - special.betaln(a, b)
-            + (a - a0) * special.digamma(a)
-            + (b - b0) * special.digamma(b)
-            + (a0 - a + b0 - b) * special.digamma(a + b)
-        )
+        kl = dirichlet_kl(np.stack([a, b], axis=-1), np.array([a0, b0]))
         value = problem._log_prior(state["s"], state["theta"]) - float(kl.sum())
         if not flip:
             value += float(np.log(state["q"]).sum())

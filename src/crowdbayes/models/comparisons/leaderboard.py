@@ -11,7 +11,8 @@ row (:mod:`._battles_fit`), so its cost does not grow with the number of battles
 Without ``prior_scale`` the scores are the maximum-likelihood ones, centred; with it the prior
 :math:`s_i \sim N(0, \sigma^2)` shrinks the scores of rarely played models towards the mean.
 Intervals (:mod:`._leaderboard_intervals`) come from the Laplace approximation, the sandwich
-estimator or a multinomial bootstrap over the counted battles; ranks, rank intervals and
+estimator or a multinomial bootstrap over the counted battles, or on boards of at most 50
+models from draws of the exact posterior (:mod:`._leaderboard_exact`); ranks, rank intervals and
 P(rank 1) come from draws of the scores. Above :data:`SPARSE_MODELS` models the fit keeps minus
 the Hessian sparse (the comparison graph's weighted Laplacian) and solves Newton systems by
 conjugate gradients; the Laplace variances then come from sparse solves (estimated on large
@@ -19,7 +20,9 @@ boards) and the rank draws treat the scores as independent
 (:mod:`._leaderboard_intervals`, "Sparse path"). :meth:`Leaderboard.robustness` finds how few
 battles decide each adjacent pair at the top, by the influence approximation (the
 "approximate maximum influence perturbation" of Broderick, Giordano & Meager 2020), and checks
-it by refitting.
+it by refitting. When the battles say who judged them (``Battles(..., judge=...)``),
+``judges_`` rates each judge by Crowd-BT (Chen et al. 2013) fitted on the battles counted per
+``(judge, pair, outcome)`` (:mod:`._leaderboard_judges`).
 
 References
 ----------
@@ -30,6 +33,8 @@ Chiang, W.-L. et al. (2024). Chatbot Arena: an open platform for evaluating LLMs
 preference. ICML.
 Broderick, T., Giordano, R. & Meager, R. (2020). An automatic finite-sample robustness metric:
 when can dropping a little data make a big difference? arXiv:2011.14999.
+Chen, X., Bennett, P. N., Collins-Thompson, K. & Horvitz, E. (2013). Pairwise ranking
+aggregation in a crowdsourced setting. WSDM.
 """
 
 from __future__ import annotations
@@ -54,6 +59,7 @@ from ...data.comparisons import Comparisons
 from ...exceptions import ConvergenceWarning, DataWarning
 from ._base import BradleyTerryBase
 from ._battles_fit import BattleProblem, Mode
+from ._leaderboard_exact import exact_draws
 from ._leaderboard_intervals import (
     bootstrap_draws,
     gaussian_draws,
@@ -64,6 +70,13 @@ from ._leaderboard_intervals import (
     sandwich_covariance,
     sparse_laplace,
 )
+from ._leaderboard_judges import (
+    FLAG_BELOW,
+    JUDGE_PRIOR_SCALE,
+    JudgeRows,
+    fit_judges,
+    judge_table,
+)
 from ._leaderboard_robustness import flip_table
 
 __all__ = ["Leaderboard"]
@@ -72,7 +85,7 @@ __all__ = ["Leaderboard"]
 ELO_FACTOR, ELO_CENTRE = 400.0 / np.log(10.0), 1000.0
 #: Gaussian draws of the scores for the rank summaries (Laplace and sandwich)
 N_RANK_DRAWS = 2000
-INTERVALS = ("laplace", "sandwich", "bootstrap")
+INTERVALS = ("laplace", "sandwich", "bootstrap", "exact")
 #: boards of more models than this take the sparse path (a dense Hessian is models² doubles)
 SPARSE_MODELS = 5000
 #: sparse path: the rank draws hold at most this many scores (draws × models)
@@ -94,8 +107,11 @@ class Leaderboard(BradleyTerryBase):
         A model whose score is fixed at 0 (logit) or 1000 (Elo); default: the mean score is.
     prior_scale : float, optional
         Prior sd σ of the scores (shrinkage of sparsely played models); None: no prior.
-    interval : {"laplace", "sandwich", "bootstrap"}
-        What ``board_``'s intervals and ranks come from (:meth:`intervals` gives any).
+    interval : {"laplace", "sandwich", "bootstrap", "exact"}
+        What ``board_``'s intervals and ranks come from (:meth:`intervals` gives any);
+        ``"exact"``: Metropolis–Hastings draws of the exact posterior (at most 50 models;
+        ``exact_acceptance_`` and ``exact_ess_`` give the chain's acceptance rate and effective
+        sample size).
     n_bootstrap : int
         Replicates of the bootstrap: each refitted from the full-data mode; with covariates on
         more than ``KSTEP_ROWS`` (20,000) distinct battle rows, two Newton steps with the
@@ -105,6 +121,15 @@ class Leaderboard(BradleyTerryBase):
         Level of the intervals.
     min_battles : int
         Models with fewer battles are listed in ``sparse_models_`` (and warned).
+    judge_noise : {"flip", "random"}
+        With a judge column: what Crowd-BT takes a judge's unfaithful vote for — the opposite
+        answer (Crowd-BT's model, the default: an adversary's reliability near 0, a random
+        voter's near ½) or a draw from learned outcome shares (a random voter's lower, but
+        adversaries are missed; measured in :mod:`._leaderboard_judges`).
+    judge_threshold : float, optional
+        Judges whose posterior mean reliability is below it are ``flagged`` in ``judges_``;
+        None: 0.65 with flip noise, 0.5 with random noise
+        (:data:`._leaderboard_judges.FLAG_BELOW`).
     max_iter, tol : Newton steps at most, and the largest parameter change to stop at.
     random_state : seed of the rank draws and the bootstrap.
     progress : bool
@@ -126,6 +151,11 @@ class Leaderboard(BradleyTerryBase):
         rank_upper, p_rank1, battles, win_rate``
     style_ : DataFrame indexed by covariate: ``coef, lower, upper``
     utility_ : DataFrame (models × [mean, sd, lower, upper]), centred logit scores (Laplace)
+    judges_ : DataFrame indexed by judge, most reliable first, or None without a judge column:
+        ``battles, decisive, agreement, reliability, lower, upper, flagged``
+        (:func:`._leaderboard_judges.judge_table`; ``agreement``: the share of the judge's
+        decisive battles won by the model the board scores higher); ``judge_threshold_``: the
+        reliability below which a judge is flagged
     sparse_models_ : list, tie_strength_ : float, n_battles_ : int
     sparse_path_ : bool, variance_error_ : float (0: the variances are exact)
     n_iter_, converged_, objective_history_ : Newton steps, convergence, and the objective
@@ -141,6 +171,8 @@ class Leaderboard(BradleyTerryBase):
         "n_bootstrap": [POSITIVE_INT],
         "credible_level": [OPEN_UNIT],
         "min_battles": [NON_NEGATIVE_INT],
+        "judge_noise": [Options("flip", "random")],
+        "judge_threshold": [OPEN_UNIT, None],
         "max_iter": [POSITIVE_INT],
         "tol": TOLERANCE,
         "random_state": RANDOM_STATE,
@@ -158,6 +190,8 @@ class Leaderboard(BradleyTerryBase):
         n_bootstrap: int = 1000,
         credible_level: float = 0.9,
         min_battles: int = 50,
+        judge_noise: str = "flip",
+        judge_threshold: float | None = None,
         max_iter: int = 100,
         tol: float | None = 1e-10,
         random_state=None,
@@ -171,6 +205,8 @@ class Leaderboard(BradleyTerryBase):
         self.n_bootstrap = n_bootstrap
         self.credible_level = credible_level
         self.min_battles = min_battles
+        self.judge_noise = judge_noise
+        self.judge_threshold = judge_threshold
         self.max_iter = max_iter
         self.tol = tol
         self.random_state = random_state
@@ -182,9 +218,9 @@ class Leaderboard(BradleyTerryBase):
         winner`` table or path, or comparisons (a :class:`~crowdbayes.Comparisons` or a
         ``worker, left, right, label`` DataFrame; left = a, right = b)."""
         self.check_params()
-        model_ids, counts, names, mean, scale = _read(data)
+        model_ids, counts, names, mean, scale, judges = _read(data)
         self._covariates = {"names": list(names), "mean": mean, "scale": scale}
-        return self._fit_counts(model_ids, counts, start=None)
+        return self._fit_counts(model_ids, counts, start=None, judges=judges)
 
     def partial_fit(self, data) -> Leaderboard:
         """Add new battles to the counts kept from the previous fit (the daily update) and
@@ -211,14 +247,40 @@ class Leaderboard(BradleyTerryBase):
         fresh = BattleCounts.of(len(model_ids), code[new.a], code[new.b], new.outcome, X)
         old = self._stored_counts(len(model_ids))
         start = self._mode_z(len(model_ids))
-        return self._fit_counts(pd.Index(model_ids, name="model"), old.merged(fresh), start)
+        judges = self._merged_judges(new, code, len(model_ids))
+        return self._fit_counts(pd.Index(model_ids, name="model"), old.merged(fresh), start, judges)
 
-    def _fit_counts(self, model_ids: pd.Index, counts: BattleCounts, start) -> Leaderboard:
+    def _merged_judges(self, new: Battles, code: np.ndarray, n_models: int) -> JudgeRows | None:
+        """The stored judge rows with the new battles' added; None (judges_ dropped, with a
+        warning) unless both the fit and the new battles have a judge column."""
+        old = getattr(self, "_judge_rows", None)  # None too in a model saved before judges
+        if old is None or new.judge_ids is None:
+            if old is not None or new.judge_ids is not None:
+                warnings.warn(
+                    "Leaderboard.partial_fit: judges_ is dropped: "
+                    + (
+                        "the new battles have no judge column"
+                        if old is not None
+                        else "the battles fitted before had no judge column"
+                    ),
+                    DataWarning,
+                    stacklevel=3,
+                )
+            return None
+        fresh = JudgeRows.of(
+            new.judge_ids, new.judge_codes, code[new.a], code[new.b], new.outcome, n_models
+        )
+        return JudgeRows(**old).merged(fresh)
+
+    def _fit_counts(
+        self, model_ids: pd.Index, counts: BattleCounts, start, judges: JudgeRows | None = None
+    ) -> Leaderboard:
         sparse = counts.n_models > SPARSE_MODELS
         if sparse and self.interval != "laplace":
             _refuse_sparse(self.interval, counts.n_models)
         if self.anchor is not None and self.anchor not in model_ids:
             raise ValueError(f"Leaderboard: anchor {self.anchor!r} is not one of the models")
+        self._anchor_code = None if self.anchor is None else int(model_ids.get_loc(self.anchor))
         if self.prior_scale is None:
             _check_identified(counts, model_ids)
         problem = self._problem(counts, sparse)
@@ -249,9 +311,10 @@ class Leaderboard(BradleyTerryBase):
             rng = self.random_generator()
             variance, other, self.variance_error_ = sparse_laplace(mode.matrix, rng)
             self._draws = self._sparse_draws(mode.z, variance, other, rng)
+            self._draw_sd = self._gaussian_sd(np.concatenate([variance, np.diag(other)]), None, n)
         else:
             variance = np.clip(np.diag(laplace_covariance(mode, n))[:n], 0.0, None)
-            self._draws = self._draws_of(self.interval, problem, mode)
+            self._draws, self._draw_sd = self._draws_of(self.interval, problem, mode)
         self._set_scores(_Ids(model_ids), mode.z[:n] - mode.z[:n].mean(), variance)
         battles = counts.battles_per_model()
         self.sparse_models_ = list(model_ids[battles < self.min_battles])
@@ -266,7 +329,39 @@ class Leaderboard(BradleyTerryBase):
                 stacklevel=3,
             )
         self._summarise(battles, counts.wins_per_model())
+        self._set_judges(judges)
         return self
+
+    def _set_judges(self, rows: JudgeRows | None) -> None:
+        """``judges_`` from Crowd-BT on the judge rows, started at the board's mode."""
+        self._judge_rows = None if rows is None else rows.state()
+        threshold = self.judge_threshold
+        self.judge_threshold_ = float(
+            FLAG_BELOW[self.judge_noise] if threshold is None else threshold
+        )
+        self.judges_ = None
+        if rows is None:
+            return
+        n = len(self.item_ids_)
+        z = self._mode["z"]
+        fit = fit_judges(
+            rows,
+            n,
+            z[:n],
+            theta=z[-1] if self.tie_model == "davidson" else None,
+            noise=self.judge_noise,
+            prior_var=float(self.prior_scale or JUDGE_PRIOR_SCALE) ** 2,
+            sparse=n > SPARSE_MODELS,
+        )
+        if not fit.converged:
+            warnings.warn(
+                f"Leaderboard: the judges' reliabilities did not settle in {fit.n_iter} iterations",
+                ConvergenceWarning,
+                stacklevel=4,
+            )
+        self.judges_ = judge_table(
+            rows, fit, z[:n], float(self.credible_level), self.judge_threshold_
+        )
 
     def _tol(self) -> float:
         return 1e-10 if self.tol is None else float(self.tol)
@@ -299,9 +394,15 @@ class Leaderboard(BradleyTerryBase):
         matrix = problem.gradient_and_matrix(z)[2] if sparse else self._mode["matrix"]
         return problem, Mode(z, matrix, self.n_iter_, True, 0.0)
 
-    def _draws_of(self, method: str, problem: BattleProblem, mode: Mode) -> np.ndarray:
-        """(draws, parameters) of ``method`` (scores centred)."""
+    def _draws_of(self, method: str, problem: BattleProblem, mode: Mode):
+        """(draws, parameters) of ``method`` (scores centred), and for the Gaussian methods the
+        standard deviations of the board's scores and the coefficients (the intervals then
+        come from them, free of the draws' Monte Carlo error; None otherwise)."""
         rng = self.random_generator()
+        if method == "exact":
+            result = exact_draws(problem, mode, rng)
+            self.exact_acceptance_, self.exact_ess_ = result.acceptance_rate, result.ess
+            return result.draws, None
         if method == "bootstrap":
             draws = bootstrap_draws(problem, mode, self.n_bootstrap, rng, tol=1e-8)
             failed = np.isnan(draws).any(axis=1)
@@ -319,14 +420,26 @@ class Leaderboard(BradleyTerryBase):
                     DataWarning,
                     stacklevel=4,
                 )
-            return draws[~failed]
+            return draws[~failed], None
         n = problem.n
         cov = laplace_covariance(mode, n) if method == "laplace" else None
         if method == "sandwich":
             cov = sandwich_covariance(problem, mode)
         z = mode.z.copy()
         z[:n] -= z[:n].mean()
-        return gaussian_draws(z, cov, N_RANK_DRAWS, rng)
+        return gaussian_draws(z, cov, N_RANK_DRAWS, rng), self._gaussian_sd(np.diag(cov), cov, n)
+
+    def _gaussian_sd(self, variance: np.ndarray, cov: np.ndarray | None, n: int) -> np.ndarray:
+        """Standard deviations of the board's logit scores (measured from the anchor, when
+        given: :math:`\\sigma_i^2 + \\sigma_a^2 - 2\\sigma_{ia}`, the covariance 0 on the sparse
+        path) and of the other parameters, from their variances (and covariance)."""
+        variance = np.clip(variance, 0.0, None).copy()
+        a = self._anchor_code
+        if a is not None:
+            across = 0.0 if cov is None else cov[:n, a]
+            variance[:n] = np.clip(variance[:n] + variance[a] - 2 * across, 0.0, None)
+            variance[a] = 0.0
+        return np.sqrt(variance)
 
     # ------------------------------------------------------------------ summaries
     def _transform(self, values: np.ndarray) -> np.ndarray:
@@ -340,19 +453,35 @@ class Leaderboard(BradleyTerryBase):
     def _coef_factor(self) -> float:
         return ELO_FACTOR if self.scale == "elo" else 1.0
 
-    def _interval_table(self, draws: np.ndarray) -> pd.DataFrame:
+    def _interval_table(self, draws: np.ndarray, sd: np.ndarray | None) -> pd.DataFrame:
+        """``score, lower, upper``: from the standard deviations ``sd`` where given (the
+        Gaussian methods), else the draws' quantiles."""
         n = len(self.item_ids_)
-        alpha = (1 - self.credible_level) / 2
         point = self._transform(self._mode["z"][:n] - self._mode["z"][:n].mean())
-        scores = self._transform(draws[:, :n])
-        lower, upper = np.quantile(scores, [alpha, 1 - alpha], axis=0)
+        lower, upper = self._bounds(point, draws[:, :n], sd, n, transform=self._transform)
         return pd.DataFrame(
             {"score": point, "lower": lower, "upper": upper}, index=self.item_ids_.copy()
         )
 
+    def _bounds(self, point, draws, sd, size: int, transform=None):
+        """The interval ends of ``size`` parameters at ``credible_level``: ``point`` ± the
+        normal quantile × the scale's factor × ``sd[:size]`` (Gaussian methods), or the
+        quantiles of the (transformed) draws."""
+        alpha = (1 - self.credible_level) / 2
+        if size == 0:
+            return np.zeros(0), np.zeros(0)
+        if sd is not None:
+            from statistics import NormalDist
+
+            half = NormalDist().inv_cdf(1 - alpha) * sd[:size]
+            factor = self._coef_factor() if transform is not None else 1.0
+            return point - factor * half, point + factor * half
+        values = draws if transform is None else transform(draws)
+        return tuple(np.quantile(values, [alpha, 1 - alpha], axis=0))
+
     def _summarise(self, battles: np.ndarray, wins: np.ndarray) -> None:
         n = len(self.item_ids_)
-        table = self._interval_table(self._draws)
+        table = self._interval_table(self._draws, self._draw_sd)
         ranks = rank_draws(self._draws[:, :n])
         alpha = (1 - self.credible_level) / 2
         order = np.argsort(-table["score"].to_numpy(), kind="stable")
@@ -371,10 +500,8 @@ class Leaderboard(BradleyTerryBase):
         names = self._covariates["names"]
         k = len(names)
         beta = self._mode["z"][n : n + k]
-        draws = self._draws[:, n : n + k]
-        lower, upper = (
-            np.quantile(draws, [alpha, 1 - alpha], axis=0) if k else (np.zeros(0), np.zeros(0))
-        )
+        sd = None if self._draw_sd is None else self._draw_sd[n : n + k]
+        lower, upper = self._bounds(beta, self._draws[:, n : n + k], sd, k)
         factor = self._coef_factor()
         self.style_ = pd.DataFrame(
             {"coef": factor * beta, "lower": factor * lower, "upper": factor * upper},
@@ -384,16 +511,17 @@ class Leaderboard(BradleyTerryBase):
     # ------------------------------------------------------------------ results on request
     def intervals(self, method: str = "laplace") -> pd.DataFrame:
         """``score, lower, upper`` per model (board order) by ``method``: ``"laplace"``,
-        ``"sandwich"`` or ``"bootstrap"`` (seeded by ``random_state``)."""
+        ``"sandwich"``, ``"bootstrap"`` (seeded by ``random_state``) or ``"exact"`` (the exact
+        posterior, seeded; at most 50 models)."""
         self.check_is_fitted()
         if method not in INTERVALS:
             raise ValueError(f"intervals: method must be one of {INTERVALS}; got {method!r}")
-        draws = self._draws
+        draws, sd = self._draws, self._draw_sd
         if method != self.interval:
             if len(self.item_ids_) > SPARSE_MODELS:
                 _refuse_sparse(method, len(self.item_ids_))
-            draws = self._draws_of(method, *self._fitted_problem())
-        return self._interval_table(draws).loc[self.board_.index]
+            draws, sd = self._draws_of(method, *self._fitted_problem())
+        return self._interval_table(draws, sd).loc[self.board_.index]
 
     def rank_probabilities(self, top: int | None = None) -> pd.DataFrame:
         """P(model has rank r): models (board order; the first ``top`` of them) × ranks 1..n,
@@ -467,10 +595,13 @@ class _Ids:
 
 
 def _check_identified(counts: BattleCounts, model_ids: pd.Index) -> None:
-    """Without a prior the scores exist only on a connected comparison graph (refused
-    otherwise), and are finite only when every split of the models into two groups has a win
-    each way across it (Zermelo 1929; Ford 1957): its directed win graph, a tie an edge each
-    way, strongly connected (warned otherwise)."""
+    """Without a prior the scores exist only on a connected comparison graph, and are finite
+    only when every split of the models into two groups has a win each way across it
+    (Zermelo 1929; Ford 1957): the directed win graph, a tie an edge each way, strongly
+    connected. Either failing is refused in one line naming the models (the maximum-likelihood
+    scores would be infinite or arbitrary; a prior makes them finite)."""
+    if counts.reaches_all() and counts.reaches_all(wins=True):
+        return  # the usual case, found without importing scipy (0.1 s)
     from scipy.sparse import csr_matrix
     from scipy.sparse.csgraph import connected_components
 
@@ -486,24 +617,24 @@ def _check_identified(counts: BattleCounts, model_ids: pd.Index) -> None:
             f"{', '.join(map(str, small[:5]))} never meet the others), so their scores cannot "
             "be compared; give prior_scale= or fit each group alone"
         )
-    a_beats = counts.outcome != B_WINS  # a beat b, or a tie: an edge a -> b
-    b_beats = counts.outcome != A_WINS
-    source = np.concatenate([counts.a[a_beats], counts.b[b_beats]])
-    target = np.concatenate([counts.b[a_beats], counts.a[b_beats]])
-    beats = csr_matrix((np.ones(len(source)), (source, target)), shape=(n, n))
-    parts, labels = connected_components(beats, directed=True, connection="strong")
-    if parts > 1:
-        warnings.warn(
-            f"Leaderboard: some models won (or lost) every battle against the rest, so their "
-            f"maximum-likelihood scores are infinite ({parts} groups that never beat each other "
-            "both ways); give prior_scale= for finite scores",
-            DataWarning,
-            stacklevel=4,
-        )
+    labels, beaten, beats = counts.win_groups()
+    unbeaten = model_ids[~beaten[labels]]
+    never_won = model_ids[~beats[labels]]
+    named = ", ".join(map(str, unbeaten[:5]))
+    others = ", ".join(map(str, never_won[:5]))
+    raise ValueError(
+        "Leaderboard: "
+        + (f"{named} never lost to the other models" if len(unbeaten) else "")
+        + (" and " if len(unbeaten) and len(never_won) else "")
+        + (f"{others} never beat (or tied) them" if len(never_won) else "")
+        + ", so the maximum-likelihood scores are infinite; give prior_scale= (e.g. 5) to "
+        "shrink them to finite ones"
+    )
 
 
 def _read(data):
-    """``(model_ids, counts, covariate names, means, scales)`` of any accepted input."""
+    """``(model_ids, counts, covariate names, means, scales, judge rows or None)`` of any
+    accepted input."""
     if (
         isinstance(data, pd.DataFrame)
         and "model_a" not in data.columns
@@ -513,12 +644,18 @@ def _read(data):
     if isinstance(data, Comparisons):
         outcome = np.where(data.outcome > 0, A_WINS, np.where(data.outcome < 0, B_WINS, TIE))
         counts = BattleCounts.of(data.n_items, data.left_codes, data.right_codes, outcome, None)
-        return pd.Index(data.item_ids, name="model"), counts, (), np.zeros(0), np.ones(0)
+        model_ids = pd.Index(data.item_ids, name="model")
+        return model_ids, counts, (), np.zeros(0), np.ones(0), None
     battles = data if isinstance(data, Battles) else Battles(data)
+    judges = None
+    if battles.judge_ids is not None:
+        judge, a, b, outcome, count = battles.judge_battles()
+        judges = JudgeRows.of(battles.judge_ids, judge, a, b, outcome, battles.n_models, count)
     return (
         battles.model_ids,
         battles.counts(),
         battles.covariate_names,
         battles.covariate_mean,
         battles.covariate_scale,
+        judges,
     )

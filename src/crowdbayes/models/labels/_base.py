@@ -349,8 +349,25 @@ class LabelModel(LabelAggregator):
 
     # ------------------------------------------------------------------ what to ask next
     question_strategies = QUESTION_VALUES
-    #: what ``strategy="auto"`` means
+    #: what ``strategy="auto"`` means when the questions name the worker to ask (``available``,
+    #: or candidates with a ``worker`` column): the information gain with that worker's held-out
+    #: confusion (benchmarks/active/results/active_labels_workers.md)
     default_question_strategy = "information"
+    #: ... and when they name no worker: the posterior entropy. Replayed on the twelve shared
+    #: label sets (one label per task to start, rounds of a quarter of the tasks, 2-4 labels
+    #: per task), the information gain with the label-weighted mean confusion scored 0.0014
+    #: below it on average, below by more than a paired s.e. on 2 sets (Web -0.017, S_Adult
+    #: -0.004) and above by more on none; no other rule tried held up against it when chosen
+    #: leave one set out (benchmarks/active/results/active_labels_taskonly.md; issue 43)
+    task_question_strategy = "uncertainty"
+
+    def _auto_strategy(self, candidates, available) -> str:
+        """:attr:`default_question_strategy` for questions to a named worker,
+        :attr:`task_question_strategy` for questions to whoever answers next."""
+        named = available is not None or (
+            isinstance(candidates, pd.DataFrame) and "worker" in candidates.columns
+        )
+        return self.default_question_strategy if named else self.task_question_strategy
 
     def _suggest(self, n, *, candidates, available, strategy, confidence, rng) -> pd.DataFrame:
         """Which task to label next (and by which worker): the value of one more label from

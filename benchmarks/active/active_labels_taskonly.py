@@ -1,0 +1,323 @@
+"""Which task to label next when no worker is named (issue 43 item 1): candidate rules for the
+task-only default of ``crowdbayes labels next``, replayed on the shared label sets and chosen
+leave one set out.
+
+The issue's protocol: start from one random label per task, then rounds of a quarter of the
+tasks (``--batch 0.25``); each round a rule picks tasks, the replay reveals the pool's next
+unused real label of each (`crowdbayes.active.LabelPool`), and BayesianDawidSkene is refitted
+warm with cold refits on a geometric schedule (`crowdbayes.active.WarmRefit`), up to four
+labels per task. The score of a replay is its mean accuracy on gold at 2, 2.25, …, 4 labels
+per task (the last fit at or below each, as in ``active_labels.py``).
+
+Rules (a task's class posterior :math:`p`, :math:`n_i` its labels seen):
+
+- ``information`` — today's default (``auto``): the mutual information between the class and
+  one label from the label-weighted mean confusion matrix;
+- ``uncertainty`` — the entropy :math:`H(p)` (plain uncertainty sampling);
+- ``round_robin`` — the tasks with fewest labels;
+- ``margin`` — :math:`1 - (p_{(1)} - p_{(2)})` (the same order as the entropy for two classes);
+- ``changes`` — the answer changes one more label is expected to buy, looking up to three
+  labels ahead (`crowdbayes.active.audit.expected_changes`, the stop rule's quantity;
+  expected error reduction under the model);
+- ``worker_information`` — BALD over the unknown answering worker: the label-weighted mean over
+  workers of each worker's mutual information (held-out confusion matrices), i.e.
+  :math:`I(c; x, j)` with the worker :math:`j` revealed with the label, against
+  :math:`I(c; x)` of ``information``;
+- ``mixed`` — half of the batch by entropy, best first, half drawn uniformly (alternating, as
+  the pair models' ``mixed``);
+- ``entropy_coverage`` — :math:`H(p) / n_i`: uncertainty discounted by the labels a task
+  already has (a task still uncertain after many labels is likely ambiguous).
+
+The rule is chosen leave one set out: for each set, the rule with the best mean score over the
+other eleven sets, scored on the held-out set against entropy and round-robin (paired over seeds:
+the same starting labels and reveal order seed for every rule).
+
+    CROWDBAYES_DATA=../shared/data .venv/bin/python benchmarks/active/active_labels_taskonly.py \\
+        [--sets rte temp] [--seeds 3] [--rules information uncertainty] [--cache /tmp/alt] \\
+        [--output benchmarks/active/results/active_labels_taskonly.md]
+
+Each replay is kept in ``--cache`` (a CSV per set, rule and seed), so a stopped run resumes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+import warnings
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from pathlib import Path
+
+for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: _common, _*.py
+
+from _common import markdown_table, write_markdown_report  # noqa: E402
+from crowdbayes.active import LabelPool, WarmRefit, simulate  # noqa: E402
+from crowdbayes.active.audit import expected_changes  # noqa: E402
+from crowdbayes.annotators.questions import (  # noqa: E402
+    entropy,
+    held_out_confusion,
+    label_question_values,
+)
+from crowdbayes.datasets import load_labels  # noqa: E402
+from crowdbayes.models.labels import BayesianDawidSkene  # noqa: E402
+
+SETS = (
+    "bluebird", "d_possent", "d_product", "dog", "duchenne", "rte",
+    "s_adult", "s_rel", "temp", "trec", "web", "wsd",
+)  # fmt: skip
+#: the model's own strategies (through ``suggest``) and the pool's baseline
+BUILT_IN = ("information", "uncertainty", "round_robin")
+RULES = (*BUILT_IN, "margin", "changes", "worker_information", "mixed", "entropy_coverage")
+#: labels per task at which the accuracy is averaged
+GRID = np.arange(2.0, 4.0 + 1e-9, 0.25)
+
+
+def worker_information(model, probas: np.ndarray) -> np.ndarray:
+    """The label-weighted mean over the fitted workers of the mutual information of one label
+    from each worker's held-out confusion (the module docstring's ``worker_information``)."""
+    k = probas.shape[1]
+    counts = model.held_out_counts_.reindex(model.confusion_.index).fillna(0.0).to_numpy()
+    matrices, _ = held_out_confusion(counts.reshape(-1, k, k))
+    workers = pd.Index(model.confusion_.index.get_level_values(0)[::k])
+    weights = model.worker_label_counts_.reindex(workers).fillna(0).to_numpy(np.float64)
+    weights = weights / weights.sum()
+    total = np.zeros(len(probas))
+    for j in np.flatnonzero(weights > 0):
+        total += weights[j] * label_question_values(probas, matrices[j], "information")
+    return total
+
+
+class RuleModel(BayesianDawidSkene):
+    """BayesianDawidSkene whose ``suggest`` also plays the candidate rules of this benchmark
+    (the built-in strategies go to the model itself), so that `simulate` replays them all."""
+
+    def suggest(self, n, *, candidates=None, strategy="auto", random_state=None, **options):
+        if strategy not in RULES[3:]:
+            return super().suggest(
+                n, candidates=candidates, strategy=strategy, random_state=random_state, **options
+            )
+        rng = np.random.default_rng(random_state)
+        questions = pd.DataFrame({"task": pd.Index(candidates).unique()})
+        probas = self.probas_.reindex(questions["task"]).to_numpy(np.float64)
+        if strategy == "margin":
+            top = np.sort(probas, axis=1)
+            score = 1.0 - (top[:, -1] - top[:, -2])
+        elif strategy == "changes":
+            score = expected_changes(self, questions)
+        elif strategy == "worker_information":
+            score = worker_information(self, probas)
+        else:  # mixed, entropy_coverage
+            score = entropy(probas)
+            if strategy == "entropy_coverage":
+                seen = self.task_label_counts().reindex(questions["task"]).to_numpy()
+                score = score / np.maximum(seen, 1)
+        order = np.lexsort((rng.random(len(score)), -score))
+        if strategy == "mixed":
+            order = alternate(order, rng.permutation(len(score)))
+        return questions.iloc[order[:n]].assign(score=score[order[:n]]).reset_index(drop=True)
+
+    def task_label_counts(self) -> pd.Series:
+        """Labels seen per task (kept by :meth:`fit`)."""
+        return self.seen_counts_
+
+
+def alternate(best: np.ndarray, drawn: np.ndarray) -> np.ndarray:
+    """Best-first and uniformly drawn positions alternating, each position once."""
+    taken, order = set(), []
+    for pair in zip(best, drawn, strict=True):
+        for position in pair:
+            if position not in taken:
+                taken.add(position)
+                order.append(position)
+    return np.array(order, dtype=int)
+
+
+def run(name: str, rule: str, seed: int, cache: Path) -> pd.DataFrame:
+    path = cache / f"{name}__{rule}__{seed}.csv"
+    if path.exists():
+        return pd.read_csv(path)
+    data = load_labels(name)
+    pool = LabelPool(data.labels, data.gold, start=1, random_state=seed)
+    n_tasks = data.labels["task"].nunique()
+    batch = max(1, int(round(0.25 * n_tasks)))
+    model = RuleModel()
+    counting = CountingRefit(WarmRefit(0.25))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        record = simulate(
+            model,
+            pool,
+            batch=batch,
+            budget=min(int(GRID[-1] * n_tasks), len(data.labels)),
+            strategy=rule,
+            refit=counting,
+            random_state=seed,
+        )
+    record = record.assign(set=name, rule=rule, seed=seed, per_task=record["n_answers"] / n_tasks)
+    record.to_csv(path, index=False)
+    return record
+
+
+class CountingRefit:
+    """A refit that also stores the labels seen per task on the model (``seen_counts_``), for
+    ``entropy_coverage``."""
+
+    def __init__(self, refit) -> None:
+        self.refit = refit
+
+    def __call__(self, model, pool):
+        model = self.refit(model, pool)
+        model.seen_counts_ = pool.observed()["task"].value_counts()
+        return model
+
+
+def at(record: pd.DataFrame, per_task: np.ndarray) -> np.ndarray:
+    """The accuracy at ``per_task`` labels per task (the last fit at or below each)."""
+    index = np.searchsorted(record["per_task"].to_numpy(), per_task + 1e-9, side="right") - 1
+    return record["accuracy"].to_numpy()[np.clip(index, 0, len(record) - 1)]
+
+
+def score(record: pd.DataFrame) -> float:
+    """Mean accuracy at :data:`GRID` labels per task."""
+    return float(at(record, GRID).mean())
+
+
+def verdict(table: pd.DataFrame) -> str:
+    """Whether the leave-one-set-out choice holds: at least entropy sampling within one paired
+    standard error on every set, and above it on average."""
+    below = table.index[table["− entropy"] + table["s.e. entropy"] < 0]
+    mean = table["− entropy"].mean()
+    holds = len(below) == 0 and mean > 0
+    return (
+        f"verdict: the leave-one-set-out choice {'holds' if holds else 'does not hold'} "
+        f"(mean − entropy {mean:+.4f}; below entropy by more than one s.e. on "
+        + (", ".join(below) if len(below) else "no set")
+        + ")"
+    )
+
+
+def loso(scores: pd.DataFrame, rules) -> pd.DataFrame:
+    """For each set: the rule with the best mean score over the other sets, and its score on
+    the set against entropy, round-robin and today's default, paired over seeds."""
+    means = scores.groupby(["set", "rule"])["score"].mean().unstack()[list(rules)]
+    rows = []
+    for name in means.index:
+        chosen = means.drop(index=name).mean().idxmax()
+        row = {"set": name, "chosen": chosen, "accuracy": means.at[name, chosen]}
+        for other, label in (
+            ("uncertainty", "entropy"),
+            ("round_robin", "rr"),
+            ("information", "auto"),
+        ):
+            per_seed = scores[scores["set"] == name].pivot(
+                index="seed", columns="rule", values="score"
+            )
+            gap = per_seed[chosen] - per_seed[other]
+            row[f"− {label}"] = gap.mean()
+            row[f"s.e. {label}"] = gap.std(ddof=1) / np.sqrt(len(gap)) if len(gap) > 1 else np.nan
+        rows.append(row)
+    return pd.DataFrame(rows).set_index("set")
+
+
+def paired(scores: pd.DataFrame, rule: str, other: str) -> pd.DataFrame:
+    """Per set: mean score gap ``rule − other`` over seeds and its paired standard error."""
+    per_seed = scores.pivot_table(index=["set", "seed"], columns="rule", values="score")
+    gap = (per_seed[rule] - per_seed[other]).groupby(level="set")
+    return pd.DataFrame({"gap": gap.mean(), "s.e.": gap.std(ddof=1) / np.sqrt(gap.count())})
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sets", nargs="*", default=list(SETS))
+    parser.add_argument("--rules", nargs="*", default=list(RULES))
+    parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument("--jobs", type=int, default=2, help="replays run in parallel")
+    parser.add_argument("--cache", type=Path, default=Path("/tmp/active_labels_taskonly"))
+    parser.add_argument("--output", type=Path)
+    args = parser.parse_args()
+    for needed in ("uncertainty", "round_robin", "information"):
+        if needed not in args.rules:
+            parser.error(f"--rules must include {needed!r} (the comparisons are against it)")
+    args.cache.mkdir(parents=True, exist_ok=True)
+    start = time.perf_counter()
+    jobs = [(n, r, s) for s in range(args.seeds) for n in args.sets for r in args.rules]
+    with ProcessPoolExecutor(args.jobs) as executor:
+        futures = {executor.submit(run, *job, args.cache): job for job in jobs}
+        for future in as_completed(futures):
+            job = " ".join(map(str, futures[future]))
+            print(f"{job} done ({time.perf_counter() - start:.0f} s)", flush=True)
+    records = [future.result() for future in futures]
+    points = np.array([2.0, 3.0, 4.0])
+    scores = pd.DataFrame(
+        [{"set": r["set"].iloc[0], "rule": r["rule"].iloc[0], "seed": r["seed"].iloc[0],
+          "score": score(r), "seconds": r["seconds"].sum(),
+          **dict(zip(points, at(r, points), strict=True))} for r in records]
+    )  # fmt: skip
+    by_point = scores.groupby(["set", "rule"])[list(points)].mean()
+    by_point = by_point.groupby("rule").mean() - by_point.xs("uncertainty", level="rule").mean()
+    means = scores.groupby(["set", "rule"])["score"].mean().unstack()[args.rules]
+    table = loso(scores, args.rules)
+    lines = [
+        f"BayesianDawidSkene, warm refits (cold refit kept if better every 25% growth); start one "
+        f"random label per task; rounds of 25% of the tasks; {args.seeds} seeds (paired: the same "
+        "start and reveal seed for every rule); score = mean accuracy on gold at 2, 2.25, …, 4 "
+        "labels per task (the last fit at or below each).",
+        "",
+        "## Mean accuracy at 2–4 labels per task",
+        "",
+        markdown_table(means),
+        "",
+        "mean over sets: " + ", ".join(f"{r} {means[r].mean():.4f}" for r in args.rules),
+        "",
+        "## Leave one set out: the rule best on the other sets, scored on the set",
+        "",
+        "Gaps are the chosen rule's score minus entropy sampling (`uncertainty`), round-robin and "
+        "today's default (`information`), mean over seeds with the paired standard error.",
+        "",
+        markdown_table(table),
+        "",
+        f"mean: − entropy {table['− entropy'].mean():+.4f}, − rr {table['− rr'].mean():+.4f}, "
+        f"− auto {table['− auto'].mean():+.4f}",
+        "",
+        verdict(table),
+        "",
+        "## Mean over sets of each rule's accuracy minus entropy sampling's, at 2, 3, 4 labels "
+        "per task",
+        "",
+        markdown_table(by_point.loc[list(args.rules)].rename(columns=lambda c: f"{c:g} labels")),
+        "",
+        "## Each rule minus entropy sampling (paired over seeds)",
+        "",
+    ]
+    for rule in args.rules:
+        if rule == "uncertainty":
+            continue
+        gap = paired(scores, rule, "uncertainty")
+        below = (gap["gap"] + gap["s.e."] < 0).sum()
+        lines.append(
+            f"- {rule}: mean {gap['gap'].mean():+.4f}; per set "
+            + ", ".join(f"{n} {g:+.4f}±{s:.4f}" for n, (g, s) in gap.iterrows())
+            + f"; below by more than one s.e. on {below} set(s)"
+        )
+    seconds = scores.groupby("rule")["seconds"].mean()
+    lines += [
+        "",
+        "mean seconds per replay: " + ", ".join(f"{r} {s:.1f}" for r, s in seconds.items()),
+    ]
+    run_time = (
+        f"- total run time {time.perf_counter() - start:.0f} s (cached replays count 0); the "
+        f"replays' own time {scores['seconds'].sum():.0f} s (suggestions and refits)"
+    )
+    title = "Task-only question rules for class labels: leave-one-set-out replay"
+    write_markdown_report(args.output, title, lines, [run_time], echo=True)
+
+
+if __name__ == "__main__":
+    main()

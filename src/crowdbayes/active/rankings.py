@@ -1,0 +1,399 @@
+"""Which choice sets to show next to a Plackett–Luce model, and a replay of real choices.
+
+A candidate question is a choice set A (a set of two or more items, a pair included); its answer
+is the item c ∈ A the respondent picks, with p(c | A, u) = exp(u_c) / Σ_{j∈A} exp(u_j)
+(Plackett–Luce's top-1 stage; Guo et al. 2019, Eq. 3). Its value is the expected information
+gain about the utilities u (Houlsby et al. 2011, "BALD"; MacKay 1992):
+
+    I(c; u | A, D) = H[ E_u p(c | A, u) ] − E_u H[ p(c | A, u) ],
+
+the entropy of the predictive choice minus the expected entropy of the choice given u: high
+where the model is unsure which item will be picked *because* it is unsure of u, and zero for
+a set whose choice is a coin flip the model already knows the odds of. Both expectations are
+over the posterior of u given the answers so far, D, estimated from S joint posterior draws
+u⁽¹⁾ … u⁽ˢ⁾ (seeded): with p̂_s = p(· | A, u⁽ˢ⁾) and p̄ = (1/S) Σ_s p̂_s,
+
+    Î = H(p̄) − (1/S) Σ_s H(p̂_s),
+
+a consistent estimator, biased low by O(1/S) (the entropy of a mean of S draws is concave in
+them, Jensen). With item features (u = Xθ, θ ~ N(μ, Σ): the Gaussian of
+:class:`~crowdbayes.PlackettLuceVI`, Guo et al. 2019, Algorithm 1) the draws are u⁽ˢ⁾ = Xθ⁽ˢ⁾;
+without features they are the sampler's own draws (:class:`~crowdbayes.PlackettLuceGibbs`). A
+point estimate (MAP, MM) carries no uncertainty about u, so every set would be worth zero: it is
+refused. For pairs with a probit answer the same quantity has a closed form (Houlsby et al.
+2011; :func:`~crowdbayes.gp.questions.probit_information_gain`); for a choice among m
+items it has none, hence the draws. Maystre & Grossglauser (2017) find, for Bradley–Terry and
+Plackett–Luce, that asking about items close in utility — the questions whose outcome is
+uncertain, which the entropy term favours — learns a ranking about as fast as elaborate active
+strategies; the second term discounts the uncertainty that no answer can reduce.
+
+Cold start (coverage first): an item that was never shown has had no chance to be chosen, so
+its utility is known only through its features, if at all. A set with more never-shown items
+comes first; inside a batch the choice is greedy, each chosen set's items counting as shown for
+the next (a set cover of the new items, as :class:`~crowdbayes.active.PairPool`'s
+``item_coverage`` for pairs). Among sets that show the same number of new items — every set
+once all items are covered, or every set of a data set whose items are unique to their set —
+the strategy decides (:func:`~crowdbayes.gp.questions.question_order`: ``information`` best
+first, ``power`` drawn with probability proportional to the gain, ``mixed`` alternating best
+first with a uniform draw, ``uncertainty`` by the predictive entropy H(p̄) alone, ``random``).
+
+References: N. Houlsby, F. Huszár, Z. Ghahramani, M. Lengyel, "Bayesian active learning for
+classification and preference learning", arXiv:1112.5745, 2011. D. J. C. MacKay,
+"Information-based objective functions for active data selection", Neural Computation 4(4),
+1992. L. Maystre, M. Grossglauser, "Just sort it! A simple and effective approach to active
+preference learning", ICML 2017. Y. Guo, J. Dy, D. Erdoğmuş, J. Kalpathy-Cramer, S. Ostmo,
+J. P. Campbell, M. F. Chiang, S. Ioannidis, "Variational inference from ranked samples with
+features", ACML 2019.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from .._utils import RandomState, as_generator
+from ..data.features import FeatureTable, read_features
+from ..data.rankings import Rankings
+from ..data.validate import show_id, show_values
+from ..gp.question_strategies import PAIR_QUESTION_VALUES
+from ..gp.questions import question_order
+
+__all__ = [
+    "SET_QUESTION_VALUES",
+    "ChoiceSets",
+    "choice_information",
+    "replay_choice_sets",
+    "suggest_sets",
+    "utility_draws",
+]
+
+#: how a set can be valued (the names and meanings of the pairwise strategies)
+SET_QUESTION_VALUES = PAIR_QUESTION_VALUES
+
+
+@dataclass(frozen=True)
+class ChoiceSets:
+    """Candidate choice sets: set ``k`` is ``items[members[offsets[k]:offsets[k + 1]]]``.
+
+    ``ids`` are the sets' ids (unique), ``items`` the distinct member ids."""
+
+    ids: pd.Index
+    items: pd.Index
+    members: np.ndarray
+    offsets: np.ndarray
+
+    @classmethod
+    def from_table(cls, table: pd.DataFrame, *, set_column: str, item_column: str) -> ChoiceSets:
+        """The sets of a long ``set, item`` table (one row per member; other columns, such
+        as the ``rank`` of recorded choices, are ignored); refused when empty, when a row lacks
+        its set or item, when a set repeats an item or holds fewer than two."""
+        for column in (set_column, item_column):
+            if column not in table.columns:
+                raise ValueError(
+                    f"candidates: column {column!r} is missing; got {list(map(str, table.columns))}"
+                )
+        if len(table) == 0:
+            raise ValueError("candidates: no choice set (the table has no rows)")
+        missing = table[[set_column, item_column]].isna().any(axis=1).to_numpy()
+        if missing.any():
+            raise ValueError(
+                f"candidates: {int(missing.sum())} row(s) have no {set_column} or no "
+                f"{item_column} (first: row {int(np.argmax(missing)) + 1})"
+            )
+        set_codes, ids = pd.factorize(table[set_column], sort=False)
+        item_codes, items = pd.factorize(table[item_column], sort=False)
+        repeated = pd.DataFrame({"s": set_codes, "i": item_codes}).duplicated().to_numpy()
+        if repeated.any():
+            row = int(np.argmax(repeated))
+            raise ValueError(
+                f"candidates: set {show_id(ids[set_codes[row]])} lists item "
+                f"{show_id(items[item_codes[row]])} twice"
+            )
+        order = np.argsort(set_codes, kind="stable")
+        sizes = np.bincount(set_codes, minlength=len(ids))
+        small = np.flatnonzero(sizes < 2)
+        if small.size:
+            raise ValueError(
+                f"candidates: {small.size} set(s) hold a single item (first: "
+                f"{show_id(ids[small[0]])}); a choice needs at least two"
+            )
+        offsets = np.concatenate([[0], np.cumsum(sizes)])
+        return cls(
+            pd.Index(ids, name=set_column),
+            pd.Index(items, name=item_column),
+            item_codes[order].astype(np.int64),
+            offsets.astype(np.int64),
+        )
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    @property
+    def sizes(self) -> np.ndarray:
+        return np.diff(self.offsets)
+
+    def take(self, positions: np.ndarray) -> ChoiceSets:
+        """The sets at ``positions`` (in that order), sharing the item index."""
+        positions = np.asarray(positions, dtype=np.int64)
+        starts, sizes = self.offsets[positions], self.sizes[positions]
+        where = np.repeat(starts - np.concatenate([[0], np.cumsum(sizes)[:-1]]), sizes)
+        members = self.members[where + np.arange(sizes.sum())]
+        offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+        return ChoiceSets(self.ids[positions], self.items, members, offsets)
+
+    def long(self, values: pd.DataFrame | None = None) -> pd.DataFrame:
+        """One row per member: the set id, the item id, and the set's ``values`` (one row per
+        set, in set order) repeated over its members."""
+        table = pd.DataFrame(
+            {
+                self.ids.name or "query": np.repeat(self.ids.to_numpy(), self.sizes),
+                self.items.name or "item": self.items.to_numpy()[self.members],
+            }
+        )
+        if values is None:
+            return table
+        repeated = values.iloc[np.repeat(np.arange(len(self)), self.sizes)]
+        return pd.concat([table, repeated.reset_index(drop=True)], axis=1)
+
+
+# ------------------------------------------------------------------------------ the posterior
+def utility_draws(
+    model,
+    items: pd.Index,
+    n_draws: int,
+    random_state: RandomState = None,
+    *,
+    features: FeatureTable | pd.DataFrame | None = None,
+) -> np.ndarray:
+    """Joint posterior draws of the utilities (log-scores) of ``items``, shape
+    ``(len(items), n_draws)``.
+
+    A model with item features (``tags.features != "none"``): θ⁽ˢ⁾ ~ N(``coef_``,
+    ``coef_cov_``) and u⁽ˢ⁾ = Xθ⁽ˢ⁾, the rows of X taken from ``features`` (every item must have
+    one). A sampled model without features (``tags.posterior == "sampled"``): ``n_draws`` of its
+    draws (``samples_``), taken at random with replacement; every item must have been fitted.
+    A point estimate is refused (it has no uncertainty to reduce)."""
+    tags = model.tags
+    name = type(model).__name__
+    rng = as_generator(random_state)
+    if tags.posterior == "point":
+        raise ValueError(
+            f"{name} is a point estimate: the information gain needs a posterior over the "
+            "utilities (PlackettLuceVI, or PlackettLuceGibbs without features)"
+        )
+    if tags.features != "none":
+        if features is None:
+            raise ValueError(f"{name} scores items by their features: give the features")
+        table = read_features(features).require_names(model.feature_names_)
+        X = table.take(items, needed_by="candidates")
+        mean, cov = model.coef_.to_numpy(), model.coef_cov_.to_numpy()
+        thetas = rng.multivariate_normal(mean, cov, size=n_draws, method="cholesky")
+        return X @ thetas.T
+    if tags.posterior != "sampled":
+        raise ValueError(f"{name}: no joint posterior draws of the utilities")
+    codes = model.item_ids_.get_indexer(items)
+    if (codes < 0).any():
+        unknown = items[codes < 0]
+        raise ValueError(
+            f"candidates: {len(unknown)} item id(s) were not in the fitted rankings: "
+            f"{show_values(unknown)} ({name} has no features, so it knows only those)"
+        )
+    samples = model.samples_.reshape(-1, len(model.item_ids_))
+    rows = rng.integers(len(samples), size=n_draws)
+    return samples[rows][:, codes].T
+
+
+def choice_information(
+    draws: np.ndarray, offsets: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per set: the Monte Carlo information gain Î = H(p̄) − mean_s H(p̂_s) (nats) and the
+    predictive entropy H(p̄) (module docstring); per member: its predictive choice probability
+    p̄. From ``draws`` of the members' utilities (rows: the sets' members concatenated, set
+    ``k`` at ``offsets[k]:offsets[k + 1]``; columns: joint posterior draws)."""
+    starts = offsets[:-1]
+    sizes = np.diff(offsets)
+    peak = np.maximum.reduceat(draws, starts, axis=0)
+    shifted = draws - np.repeat(peak, sizes, axis=0)
+    log_norm = np.log(np.add.reduceat(np.exp(shifted), starts, axis=0))
+    log_p = shifted - np.repeat(log_norm, sizes, axis=0)
+    p = np.exp(log_p)
+    expected = -np.add.reduceat(p * log_p, starts, axis=0).mean(axis=1)
+    p_bar = p.mean(axis=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        terms = np.where(p_bar > 0, p_bar * np.log(p_bar), 0.0)
+    predictive = -np.add.reduceat(terms, starts)
+    return np.maximum(predictive - expected, 0.0), predictive, p_bar
+
+
+# ------------------------------------------------------------------------------ the choice
+def suggest_sets(
+    model,
+    candidates: ChoiceSets,
+    n: int,
+    *,
+    features: FeatureTable | pd.DataFrame | None = None,
+    shown: pd.Index | None = None,
+    strategy: str = "information",
+    confidence: float | None = None,
+    coverage: bool = True,
+    n_draws: int = 256,
+    random_state: RandomState = None,
+) -> pd.DataFrame:
+    """The ``n`` candidate sets to show next, first to show first.
+
+    ``shown``: the items shown so far (default: the model's fitted items); with ``coverage``
+    the sets with the most never-shown items come first, greedily within the batch (module
+    docstring), then ``strategy`` orders the rest. ``confidence``: a set whose most probable
+    choice the model already predicts with at least this probability is decided and left out.
+    Returns one row per set, indexed by set id: ``score`` (the information gain in nats; for
+    ``uncertainty`` the predictive entropy; for ``random`` the information gain, for the
+    record), ``new_items`` (never-shown members when it was chosen), ``p_max`` (the predicted
+    probability of its most probable choice)."""
+    if isinstance(n, (bool, np.bool_)) or not isinstance(n, (int, np.integer)) or n < 1:
+        raise ValueError(f"suggest_sets: n must be a positive integer; got {n!r}")
+    if strategy not in SET_QUESTION_VALUES:
+        raise ValueError(
+            f"suggest_sets: strategy must be one of {show_values(SET_QUESTION_VALUES)}; got "
+            f"{strategy!r}"
+        )
+    if len(candidates) == 0:
+        raise ValueError("candidates: no choice set")
+    rng = as_generator(random_state)
+    draws = utility_draws(model, candidates.items, n_draws, rng, features=features)
+    info, entropy, p_bar = choice_information(draws[candidates.members], candidates.offsets)
+    p_max = np.maximum.reduceat(p_bar, candidates.offsets[:-1])
+    keep = np.arange(len(candidates))
+    if confidence is not None:
+        keep = np.flatnonzero(p_max < confidence)
+    score = entropy if strategy == "uncertainty" else info
+    # "random" is a uniform order (the score is kept for the record); the others by score
+    value = rng.random(len(score)) if strategy == "random" else score
+    order = keep[question_order(value[keep], strategy, rng)]
+    shown = model.item_ids_ if shown is None else pd.Index(shown)
+    new = ~candidates.items.isin(shown)
+    if coverage:
+        chosen, new_items = _coverage_first(candidates, order, new, n)
+    else:
+        chosen = order[:n]
+        counts = np.add.reduceat(new[candidates.members].astype(np.int64), candidates.offsets[:-1])
+        new_items = counts[chosen]
+    return pd.DataFrame(
+        {"score": score[chosen], "new_items": new_items, "p_max": p_max[chosen]},
+        index=candidates.ids[chosen],
+    )
+
+
+def _coverage_first(
+    sets: ChoiceSets, order: np.ndarray, new: np.ndarray, n: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Greedy: while a candidate shows a never-shown item, take the one showing the most (ties
+    in ``order``), its items then counting as shown; then the rest in ``order``. Returns the
+    chosen set positions and the new items each showed when chosen."""
+    rank = np.empty(len(sets), dtype=np.int64)
+    rank[order] = np.arange(len(order))
+    allowed = np.zeros(len(sets), dtype=bool)
+    allowed[order] = True
+    owner = np.repeat(np.arange(len(sets)), sets.sizes)
+    count = np.bincount(owner, new[sets.members].astype(np.int64), minlength=len(sets))
+    count[~allowed] = -1
+    # the sets holding each item (CSR), to update the counts when an item is covered
+    by_item = np.argsort(sets.members, kind="stable")
+    item_start = np.searchsorted(sets.members[by_item], np.arange(len(sets.items) + 1))
+    new = new.copy()
+    chosen, shows = [], []
+    taken = np.zeros(len(sets), dtype=bool)
+    while len(chosen) < n:
+        best = count.max() if len(count) else -1
+        if best <= 0:
+            break
+        tied = np.flatnonzero(count == best)
+        pick = int(tied[np.argmin(rank[tied])])
+        chosen.append(pick)
+        shows.append(int(best))
+        taken[pick] = True
+        count[pick] = -1
+        for item in sets.members[sets.offsets[pick] : sets.offsets[pick + 1]]:
+            if new[item]:
+                new[item] = False
+                holders = owner[by_item[item_start[item] : item_start[item + 1]]]
+                holders = holders[~taken[holders] & allowed[holders]]
+                count[holders] -= 1
+    rest = order[~taken[order]][: n - len(chosen)]
+    return (
+        np.concatenate([np.asarray(chosen, dtype=np.int64), rest]),
+        np.concatenate([np.asarray(shows, dtype=np.int64), np.zeros(len(rest), np.int64)]),
+    )
+
+
+# ------------------------------------------------------------------------------ the replay
+def replay_choice_sets(
+    model,
+    rankings: pd.DataFrame,
+    items: pd.DataFrame | None,
+    *,
+    start: int,
+    batch: int,
+    score: Callable[[object], float],
+    strategy: str = "information",
+    coverage: bool = True,
+    budget: int | None = None,
+    n_draws: int = 256,
+    query: str = "query",
+    item: str = "item",
+    rank: str = "rank",
+    random_state: RandomState = None,
+) -> pd.DataFrame:
+    """Replay recorded choices: ``start`` sets (queries of ``rankings``, a long ``query, item,
+    rank`` table) drawn at random are revealed, then each round ``batch`` of the others are
+    chosen — by :func:`suggest_sets` with ``strategy`` (and ``coverage``), or uniformly at
+    random for ``strategy="random"`` without coverage — their recorded choices revealed and the
+    model refitted, until ``budget`` sets (default: all) have been revealed. ``score(model)``
+    measures each fit. Returns one row per fit: ``round``, ``n_sets``, ``score``, ``seconds``
+    (the choice and the refit)."""
+    if batch < 1 or start < 1:
+        raise ValueError(f"replay: start and batch must be positive; got {start}, {batch}")
+    rng = as_generator(random_state)
+    features = None if items is None else read_features(items, id_column=item)
+    sets = ChoiceSets.from_table(rankings, set_column=query, item_column=item)
+    rows_of = pd.Index(sets.ids).get_indexer(rankings[query])
+    budget = len(sets) if budget is None else min(budget, len(sets))
+    if start > budget:
+        raise ValueError(f"replay: start ({start}) exceeds the budget ({budget})")
+    seen = np.zeros(len(sets), dtype=bool)
+    seen[rng.choice(len(sets), start, replace=False)] = True
+
+    def refit():
+        observed = rankings[seen[rows_of]]
+        model.fit(Rankings(observed, features, query=query, item=item, rank=rank))
+
+    clock = time.perf_counter()
+    refit()
+    record = [(0, start, score(model), time.perf_counter() - clock)]
+    while seen.sum() < budget:
+        clock = time.perf_counter()
+        k = int(min(batch, budget - seen.sum()))
+        left = np.flatnonzero(~seen)
+        if strategy == "random" and not coverage:
+            pick = rng.choice(left, k, replace=False)
+        else:
+            shown = sets.items[np.unique(sets.take(np.flatnonzero(seen)).members)]
+            chosen = suggest_sets(
+                model,
+                sets.take(left),
+                k,
+                features=features,
+                shown=shown,
+                strategy=strategy,
+                coverage=coverage,
+                n_draws=n_draws,
+                random_state=rng,
+            )
+            pick = sets.ids.get_indexer(chosen.index)
+        seen[pick] = True
+        refit()
+        record.append((len(record), int(seen.sum()), score(model), time.perf_counter() - clock))
+    return pd.DataFrame(record, columns=["round", "n_sets", "score", "seconds"])

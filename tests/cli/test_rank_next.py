@@ -1,0 +1,140 @@
+"""``crowdbayes rank next``: a small replay through the command line, and its refusals."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from crowdbayes.cli import main
+
+
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory):
+    """Recorded top-1 choices among 4 items (two features), their items, and the folder."""
+    folder = tmp_path_factory.mktemp("rank_next")
+    rng = np.random.default_rng(0)
+    items = pd.DataFrame(
+        {"item": [f"i{k}" for k in range(40)], "a": rng.normal(size=40), "b": rng.normal(size=40)}
+    )
+    utility = items[["a", "b"]].to_numpy() @ np.array([1.0, -1.0])
+    rows = []
+    for q in range(30):
+        members = rng.choice(40, 4, replace=False)
+        p = np.exp(utility[members])
+        chosen = members[rng.choice(4, p=p / p.sum())]
+        rows += [(f"q{q}", f"i{m}", 1 if m == chosen else None) for m in members]
+    rankings = pd.DataFrame(rows, columns=["query", "item", "rank"])
+    items.to_csv(folder / "items.csv", index=False)
+    return rankings, folder
+
+
+def next_command(seen, candidates, items, out, *extra):
+    return [
+        "rank", "next", str(seen), "--features", str(items), "--candidates", str(candidates),
+        "--eta", "1", "--n", "3", "-o", str(out), "--force", "-q", "--no-progress", *extra,
+    ]  # fmt: skip
+
+
+def test_a_small_replay_through_the_command_line(recorded, capsys):
+    rankings, folder = recorded
+    seen_ids = ["q0", "q1", "q2"]
+    seen, candidates, out = folder / "seen.csv", folder / "candidates.csv", folder / "next.csv"
+    shown = []
+    for _ in range(3):
+        rankings[rankings["query"].isin(seen_ids)].to_csv(seen, index=False)
+        left = rankings[~rankings["query"].isin(seen_ids)]
+        left.drop(columns="rank").to_csv(candidates, index=False)
+        assert main(next_command(seen, candidates, folder / "items.csv", out)) == 0
+        chosen = pd.read_csv(out)
+        assert list(chosen.columns) == ["query", "item", "order", "score", "new_items", "rank"]
+        sets = chosen.drop_duplicates("query")
+        assert len(sets) == 3 and list(sets["order"]) == [1, 2, 3]
+        assert set(sets["query"]) <= set(left["query"])  # only candidates, never a seen set
+        assert (chosen.groupby("query").size() == 4).all()  # every member of each set
+        # new_items: the members never shown before, nor by an earlier set of the batch
+        covered = set(rankings[rankings["query"].isin(seen_ids)]["item"])
+        for query, count in zip(sets["query"], sets["new_items"], strict=True):
+            members = set(chosen[chosen["query"] == query]["item"])
+            assert count == len(members - covered)
+            covered |= members
+        assert sets["new_items"].is_monotonic_decreasing and sets["new_items"].iloc[0] > 0
+        shown.append(list(sets["query"]))
+        seen_ids += list(sets["query"])  # the replay: reveal the recorded choices
+    assert len(set(sum(shown, []))) == 9
+    # the output is a rankings file once its rank column is filled in
+    filled = chosen.drop(columns="rank").merge(rankings, on=["query", "item"])
+    filled.to_csv(folder / "filled.csv", index=False)
+    status = main(
+        ["rank", "fit", str(folder / "filled.csv"), "--features", str(folder / "items.csv"),
+         "-o", str(folder / "fit.csv"), "--force", "-q", "--no-progress"]
+    )  # fmt: skip
+    assert status == 0, capsys.readouterr().err
+
+
+def test_the_same_seed_gives_the_same_sets(recorded):
+    rankings, folder = recorded
+    seen, candidates = folder / "seen_s.csv", folder / "candidates_s.csv"
+    rankings[rankings["query"] < "q2"].to_csv(seen, index=False)
+    rankings[rankings["query"] >= "q2"].to_csv(candidates, index=False)
+    outs = [folder / f"seeded_{k}.csv" for k in range(2)]
+    for out in outs:
+        assert main(next_command(seen, candidates, folder / "items.csv", out, "--seed", "5")) == 0
+    pd.testing.assert_frame_equal(pd.read_csv(outs[0]), pd.read_csv(outs[1]))
+
+
+def test_every_pair_of_the_fitted_items_without_candidates(recorded, capsys):
+    rankings, folder = recorded
+    seen = folder / "seen_p.csv"
+    rankings[rankings["query"].isin(["q0", "q1"])].to_csv(seen, index=False)
+    status = main(
+        ["rank", "next", str(seen), "--features", str(folder / "items.csv"), "--eta", "1",
+         "--n", "2", "--no-progress"]
+    )  # fmt: skip
+    captured = capsys.readouterr()
+    assert status == 0, captured.err
+    chosen = pd.read_csv(pd.io.common.StringIO(captured.out))
+    assert len(chosen) == 4 and chosen["query"].str.contains("|", regex=False).all()
+    assert "wrote 2 set(s) of 28 candidates" in captured.err  # 8 fitted items: 28 pairs
+
+
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        (["--n", "0"], "--n"),
+        (["--n", "-2"], "--n"),
+        (["--draws", "0"], "--draws"),
+        (["--confidence", "1.5"], "--confidence"),
+        (["--model", "pl-map"], "point estimate"),
+        (["--candidates", "{empty}"], "has a header but no rows"),
+        (["--candidates", "{unknown}"], "have no row in the feature table"),
+        (["--candidates", "{single}"], "hold a single item"),
+        (["--candidates", "{nocolumn}"], "column 'item' is missing"),
+    ],
+)
+def test_bad_input_is_refused_in_one_line(recorded, change, message, capsys):
+    rankings, folder = recorded
+    seen, candidates = folder / "seen_r.csv", folder / "candidates_r.csv"
+    rankings[rankings["query"].isin(["q0", "q1"])].to_csv(seen, index=False)
+    rankings[~rankings["query"].isin(["q0", "q1"])].to_csv(candidates, index=False)
+    files = {
+        "empty": "query,item\n",
+        "unknown": "query,item\ns,i0\ns,nowhere\n",
+        "single": "query,item\ns,i0\nt,i1\nt,i2\n",
+        "nocolumn": "query,thing\ns,i0\ns,i1\n",
+    }
+    for name, text in files.items():
+        (folder / f"{name}.csv").write_text(text)
+    change = [w.format(**{k: folder / f"{k}.csv" for k in files}) for w in change]
+    command = next_command(seen, candidates, folder / "items.csv", folder / "refused.csv")
+    for flag in ("--n", "--candidates"):  # replaced by the change where it names them
+        if flag in change:
+            at = command.index(flag)
+            del command[at : at + 2]
+    if "pl-map" in change:
+        del command[command.index("--eta") : command.index("--eta") + 2]
+    status = main([*command, *change])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert status == 2
+    assert len(err) == 1 and message in err[0] and err[0].startswith("crowdbayes: error:")
+    assert not (folder / "refused.csv").exists()
