@@ -89,7 +89,7 @@ def replay(arm: str, seed: int, eta: float, top: set, start: int, batch: int) ->
     from crowdbayes.active.rankings import replay_choice_sets
 
     data = _data()
-    strategy = {"random": "random", "coverage": "random", "information": "information"}[arm]
+    strategy = {"random": "random", "coverage": "random"}.get(arm, arm)  # else a strategy
     clock = time.process_time()
     record = replay_choice_sets(
         PlackettLuceVI(eta=eta),

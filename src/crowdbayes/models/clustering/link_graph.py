@@ -32,6 +32,9 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
+#: links per block of :meth:`LinkGraph.agreement` (two gathered blocks of K doubles in cache)
+AGREEMENT_BLOCK = 32_768
+
 __all__ = ["LinkGraph", "greedy_colouring", "colour_order"]
 
 
@@ -155,5 +158,11 @@ class LinkGraph:
         return rows, self.indices, weights[self.link_of_entry]
 
     def agreement(self, resp: np.ndarray) -> np.ndarray:
-        """s̄_l = r_i · r_j for every link."""
-        return np.einsum("lk,lk->l", resp[self.left], resp[self.right])
+        """s̄_l = r_i · r_j for every link, in blocks of :data:`AGREEMENT_BLOCK` links: the two
+        gathered blocks stay in cache instead of two links × K copies in memory (on 1M links
+        and K = 10, 1.3–2.4× faster; ``benchmarks/roofline/results/roofline.md``)."""
+        out = np.empty(len(self.left))
+        for start in range(0, len(out), AGREEMENT_BLOCK):
+            part = slice(start, start + AGREEMENT_BLOCK)
+            np.einsum("lk,lk->l", resp[self.left[part]], resp[self.right[part]], out=out[part])
+        return out
