@@ -13,7 +13,9 @@ from scipy.special import logsumexp
 
 from crowdbayes import BayesianDawidSkene, DawidSkene, Labels
 from crowdbayes.annotators import confusion_pass as cp
+from crowdbayes.annotators.confusion import confusion_statistics
 from crowdbayes.datasets import load_labels, simulate_labels
+from crowdbayes.models.labels._base import vote_share_start
 
 # skipped where no C compiler built the kernel, except in CI (CI=true), which must build it
 needs_kernel = pytest.mark.skipif(
@@ -225,3 +227,24 @@ def test_real_sets_match_numpy_path(data_root, name, monkeypatch):
     ):
         fused, plain = fit_both(factory, labels, monkeypatch)
         assert_fits_agree(fused, plain)
+
+
+@needs_kernel
+@pytest.mark.parametrize("k", [2, 3, 4, 5, 8, 9, 12])
+@pytest.mark.parametrize("gold", [False, True])
+def test_vote_share_statistics_match_numpy(k, gold):
+    """The compiled vote-share start: the numpy statistics of the vote shares (gold one-hot),
+    the counts to the last bit (the same sums in the same order), the class totals to rounding."""
+    labels = random_labels(k, k + 10, n_tasks=200, n_workers=9, gold=gold)
+    assert labels.has_gold == gold
+    fused = cp.vote_share_statistics(labels)
+    resp = vote_share_start(labels)
+    np.testing.assert_array_equal(fused.confusion, confusion_statistics(labels, resp))
+    np.testing.assert_allclose(fused.classes, resp.sum(axis=1), rtol=1e-14)
+    assert fused.resp is None and fused.log_evidence == 0.0
+
+
+@needs_kernel
+def test_vote_share_statistics_refuse_repeated_pairs():
+    """Counts above 1 (a worker labelling a task twice) go through numpy."""
+    assert cp.vote_share_statistics(random_labels(3, 1, duplicates=True)) is None

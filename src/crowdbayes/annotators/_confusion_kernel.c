@@ -23,7 +23,12 @@
  * Speed: with every count 1 (no repeated labels) and K <= 8, the pass runs on whole padded rows
  * as vectors (SSE2, or AVX2 where the CPU has it), specialised for S = 2, 4, 8; otherwise plain
  * loops. The tasks come in chunks that run on threads (pthreads, the GIL released), each chunk
- * with its own counts, classes and evidence, added up by the caller in chunk order.
+ * with its own counts, classes and evidence; the calling thread adds the chunks' counts in
+ * chunk order, the caller the rest.
+ *
+ * Also here: the statistics of EM's usual start, each task's vote shares (vote_share_counts),
+ * and the expected counts [j, k, x] from the kernel's rows of counts (expected_counts), so that
+ * a fit's only numpy work on the labels is the encoding.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -45,7 +50,7 @@ typedef struct {
 typedef struct {
     const int64_t *indptr; /* (n_tasks + 1,) CSR row pointers */
     const int32_t *indices; /* (nnz,) columns c = j*K + x */
-    const double *data;     /* (nnz,) counts */
+    const double *data;     /* (nnz,) counts; NULL: all 1 */
     const double *theta;    /* (n_columns * S,) theta[c*S + k] */
     const double *prior;    /* (K,) */
     const int64_t *gold;    /* (n_tasks,) gold class or -1; NULL: none */
@@ -58,6 +63,9 @@ typedef struct {
     double *counts;  /* (n_columns * S,) set to this range's counts */
     double *classes; /* (K,) set to this range's class totals */
 } pass_t;
+
+/* the count of entry e (data NULL: every count is 1) */
+#define COUNT(a, e) ((a)->data ? (a)->data[e] : 1.0)
 
 INLINE void evidence_mul(evidence_t *ev, double total, double scale_bits) {
     ev->exponent += scale_bits;
@@ -105,7 +113,7 @@ static double log_task(const pass_t *a, double *p, Py_ssize_t i, int64_t g, int 
     for (int k = 0; k < K; k++) p[k] = log(a->prior[k]);
     for (int64_t e = a->indptr[i]; e < a->indptr[i + 1]; e++) {
         const double *row = a->theta + (int64_t)a->indices[e] * S;
-        for (int k = 0; k < K; k++) p[k] += a->data[e] * log(row[k]);
+        for (int k = 0; k < K; k++) p[k] += COUNT(a, e) * log(row[k]);
     }
     for (int k = 0; k < K; k++)
         if (g >= 0 && k != g) p[k] = -INFINITY;
@@ -133,11 +141,13 @@ INLINE int finish_task(const pass_t *a, evidence_t *ev, double *classes, double 
         for (int k = 0; k < K; k++) total += p[k];
     }
     evidence_mul(ev, total, scale);
-    for (int k = 0; k < K; k++) { /* a division, not a product with 1/total: x / x == 1 */
-        p[k] /= total;
-        a->resp[(int64_t)k * a->n_tasks + i] = p[k];
-    }
+    /* a division, not a product with 1/total (x / x == 1), over the whole padded row: with S a
+     * constant the divisions are whole vectors (the zeros of the padding stay zeros) */
     for (int k = K; k < S; k++) p[k] = 0.0;
+    for (int k = 0; k < S; k++) p[k] /= total;
+    for (int k = 0; k < K; k++) a->resp[(int64_t)k * a->n_tasks + i] = p[k];
+    if (!(total > 0.0))
+        for (int k = K; k < S; k++) p[k] = 0.0;
     const double w = a->weight ? a->weight[i] : 1.0;
     if (w == 0.0) return 0;
     for (int k = 0; k < K; k++) {
@@ -152,7 +162,7 @@ INLINE double checked_product(const pass_t *a, double *p, Py_ssize_t i, int K, i
     double scale = 0.0;
     for (int k = 0; k < K; k++) p[k] = 1.0;
     for (int64_t e = a->indptr[i]; e < a->indptr[i + 1]; e++)
-        scale += multiply_row(p, a->theta + (int64_t)a->indices[e] * S, a->data[e], K, 1);
+        scale += multiply_row(p, a->theta + (int64_t)a->indices[e] * S, COUNT(a, e), K, 1);
     return scale;
 }
 
@@ -166,11 +176,11 @@ static evidence_t run_pass_generic(const pass_t *a, const int K, const int S) {
         double scale = 0.0;
         for (int k = 0; k < K; k++) p[k] = 1.0;
         for (int64_t e = lo; e < hi; e++)
-            scale += multiply_row(p, a->theta + (int64_t)a->indices[e] * S, a->data[e], K, check);
+            scale += multiply_row(p, a->theta + (int64_t)a->indices[e] * S, COUNT(a, e), K, check);
         if (!finish_task(a, &ev, classes, p, scale, i, K, S)) continue;
         for (int64_t e = lo; e < hi; e++) {
             double *out = a->counts + (int64_t)a->indices[e] * S;
-            for (int k = 0; k < K; k++) out[k] += a->data[e] * p[k];
+            for (int k = 0; k < K; k++) out[k] += COUNT(a, e) * p[k];
         }
     }
     for (int k = 0; k < K; k++) a->classes[k] += classes[k];
@@ -385,7 +395,8 @@ PyDoc_STRVAR(pass_doc,
              "The fused E+M pass (see the source's header) over the chunks of tasks "
              "[bounds[c], bounds[c+1]) on n_threads threads, writing resp (K, n_tasks), and per "
              "chunk c its counts[c] (n_columns * counts_stride), classes[c] (K) and parts[c] = "
-             "(log2 mantissa, exponent, zero) of its evidence. indptr and bounds int64, indices "
+             "(log2 mantissa, exponent, zero) of its evidence (data None: every count 1); then counts[0] += counts[c] for c = 1, "
+             "2, ... in order (counts[0] holds the total). indptr and bounds int64, indices "
              "int32 (each below len(theta) / row_stride: not checked), gold int64 or None, "
              "weight float64 or None, the rest float64, all C-contiguous.");
 
@@ -394,7 +405,7 @@ static PyObject *confusion_pass(PyObject *Py_UNUSED(self), PyObject *args) {
     Py_buffer bounds_buf, resp_buf, counts_buf, classes_buf, parts_buf;
     int K, S, cstride, n_threads;
     pass_t a = {0};
-    if (!PyArg_ParseTuple(args, "y*y*y*y*y*z*z*iiiny*piw*w*w*w*", &indptr_buf, &indices_buf,
+    if (!PyArg_ParseTuple(args, "y*y*z*y*y*z*z*iiiny*piw*w*w*w*", &indptr_buf, &indices_buf,
                           &data_buf, &theta_buf, &prior_buf, &gold_buf, &weight_buf, &K, &S,
                           &cstride, &a.n_tasks, &bounds_buf, &a.unit_counts, &n_threads,
                           &resp_buf, &counts_buf, &classes_buf, &parts_buf))
@@ -405,6 +416,10 @@ static PyObject *confusion_pass(PyObject *Py_UNUSED(self), PyObject *args) {
     const int64_t *bounds = (const int64_t *)bounds_buf.buf;
     if (K < 1 || K > MAX_CLASSES || S < K || n_chunks < 1 || n_threads < 1) {
         PyErr_SetString(PyExc_ValueError, "confusion_pass: bad sizes");
+        goto done;
+    }
+    if (!data_buf.buf && !a.unit_counts) {
+        PyErr_SetString(PyExc_ValueError, "confusion_pass: counts data None needs unit counts");
         goto done;
     }
     if (cstride != S &&
@@ -429,7 +444,7 @@ static PyObject *confusion_pass(PyObject *Py_UNUSED(self), PyObject *args) {
         (gold_buf.buf && !check_size(&gold_buf, a.n_tasks, 8, "gold")) ||
         (weight_buf.buf && !check_size(&weight_buf, a.n_tasks, 8, "weight")) ||
         !check_size(&indices_buf, a.indptr[a.n_tasks], 4, "indices") ||
-        !check_size(&data_buf, a.indptr[a.n_tasks], 8, "data"))
+        (data_buf.buf && !check_size(&data_buf, a.indptr[a.n_tasks], 8, "data")))
         goto done;
     a.indices = (const int32_t *)indices_buf.buf;
     a.data = (const double *)data_buf.buf;
@@ -479,13 +494,20 @@ static PyObject *confusion_pass(PyObject *Py_UNUSED(self), PyObject *args) {
         pthread_cond_wait(&chunks->all_done, &chunks->mutex);
     pthread_mutex_unlock(&chunks->mutex);
     release_chunks(chunks);
+    /* the chunks' counts added into the first chunk's, in chunk order (numpy's sum over the
+     * first axis: the same numbers for any number of threads) */
+    double *total_counts = (double *)counts_buf.buf;
+    for (Py_ssize_t c = 1; c < n_chunks; c++) {
+        const double *part = total_counts + c * counts_size;
+        for (Py_ssize_t t = 0; t < counts_size; t++) total_counts[t] += part[t];
+    }
     Py_END_ALLOW_THREADS;
     result = Py_NewRef(Py_None);
 
 done:
     PyBuffer_Release(&indptr_buf);
     PyBuffer_Release(&indices_buf);
-    PyBuffer_Release(&data_buf);
+    if (data_buf.buf) PyBuffer_Release(&data_buf);
     PyBuffer_Release(&theta_buf);
     PyBuffer_Release(&prior_buf);
     if (gold_buf.buf) PyBuffer_Release(&gold_buf);
@@ -498,8 +520,198 @@ done:
     return result;
 }
 
+/* The statistics of the usual EM start, each task's vote shares (gold tasks one-hot), for unit
+ * counts: r_{ik} = v_{ik} / n_i with v_{ik} the labels x = k on task i (x = c mod K) and n_i
+ * its labels, then counts[c*C + k] += r_{ik} for k < min(K, C) and classes[k] += r_{ik}, tasks
+ * in order (the sums of the labels in the table's order: those of one weighted count per class
+ * over the labels). One thread: a single pass, a fraction of an EM iteration.
+ *
+ * x = c mod K without a division: (c + 1/2) / K = j + (x + 1/2) / K lies at least 1/(2K) from
+ * an integer, far beyond the rounding of c < 2^31 in a double, so its truncation is j. With
+ * K <= 8 and at most 255 labels on the task, the votes are bytes of one 64-bit counter (one add
+ * per label, no chain through memory). */
+INLINE void vote_shares(const int32_t *idx, int64_t lo, int64_t hi, int K, double inverse,
+                        double *v) {
+    if (K <= 8 && hi - lo <= 255) {
+        uint64_t packed = 0;
+        for (int64_t e = lo; e < hi; e++) {
+            const int64_t c = idx[e], j = (int64_t)(((double)c + 0.5) * inverse);
+            packed += (uint64_t)1 << (8 * (c - j * K));
+        }
+        for (int k = 0; k < K; k++) v[k] = (double)((packed >> (8 * k)) & 255);
+    } else {
+        for (int k = 0; k < K; k++) v[k] = 0.0;
+        for (int64_t e = lo; e < hi; e++) {
+            const int64_t c = idx[e], j = (int64_t)(((double)c + 0.5) * inverse);
+            v[c - j * K] += 1.0;
+        }
+    }
+}
+
+/* the vote-share pass with count rows of CC entries (KC of them counted) */
+INLINE void vote_share_run(const int64_t *indptr, const int32_t *idx, const int64_t *gold, int K,
+                           int CC, int KC, Py_ssize_t n_tasks, double *counts, double *classes) {
+    const double inverse = 1.0 / K;
+    double v[MAX_CLASSES], sums[MAX_CLASSES] = {0.0};
+    /* the shares v / n of tasks with n <= SHARES_N labels, each divided once when first met
+     * (the same numbers as the divisions, without a division per class and task) */
+    enum { SHARES_N = 64 };
+    double shares[(SHARES_N + 1) * (SHARES_N + 1)];
+    char have[SHARES_N + 1] = {0};
+    for (Py_ssize_t i = 0; i < n_tasks; i++) {
+        const int64_t lo = indptr[i], hi = indptr[i + 1];
+        vote_shares(idx, lo, hi, K, inverse, v);
+        double total = 0.0;
+        for (int k = 0; k < K; k++) total += v[k];
+        const int64_t g = gold ? gold[i] : -1;
+        const int64_t n = hi - lo; /* = total: every count is 1 */
+        if (g < 0 && n <= SHARES_N) {
+            double *row = shares + n * (SHARES_N + 1);
+            if (!have[n]) {
+                for (int64_t m = 0; m <= n; m++) row[m] = (double)m / total;
+                have[n] = 1;
+            }
+            for (int k = 0; k < K; k++) v[k] = row[(int64_t)v[k]];
+        } else {
+            for (int k = 0; k < K; k++) v[k] = g >= 0 ? (double)(k == g) : v[k] / total;
+        }
+        for (int k = 0; k < K; k++) sums[k] += v[k];
+        if (KC % 2 == 0 && KC == CC) { /* whole rows as pieces of two (SSE2) */
+            v2d r[MAX_CLASSES / 2];
+            for (int h = 0; h < KC / 2; h++) memcpy(&r[h], v + 2 * h, sizeof r[h]);
+            for (int64_t e = lo; e < hi; e++) {
+                double *row = counts + (int64_t)idx[e] * CC;
+                for (int h = 0; h < KC / 2; h++) {
+                    v2d x;
+                    memcpy(&x, row + 2 * h, sizeof x);
+                    x += r[h];
+                    memcpy(row + 2 * h, &x, sizeof x);
+                }
+            }
+        } else {
+            for (int64_t e = lo; e < hi; e++) {
+                double *row = counts + (int64_t)idx[e] * CC;
+                for (int k = 0; k < KC; k++) row[k] += v[k];
+            }
+        }
+    }
+    for (int k = 0; k < K; k++) classes[k] = sums[k];
+}
+
+PyDoc_STRVAR(vote_share_doc,
+             "vote_share_counts(indptr, indices, gold, n_classes, counts_stride, n_tasks, counts, "
+             "classes) -> None\n\n"
+             "The vote-share statistics (see the source) of unit-count labels: counts "
+             "(n_columns * counts_stride) and classes (K) set. indptr int64, indices int32 (each "
+             "below len(counts) / counts_stride: not checked), gold int64 or None, counts and "
+             "classes float64, all C-contiguous.");
+
+static PyObject *vote_share_counts(PyObject *Py_UNUSED(self), PyObject *args) {
+    Py_buffer indptr_buf, indices_buf, gold_buf, counts_buf, classes_buf;
+    int K, C;
+    Py_ssize_t n_tasks;
+    if (!PyArg_ParseTuple(args, "y*y*z*iinw*w*", &indptr_buf, &indices_buf, &gold_buf, &K, &C,
+                          &n_tasks, &counts_buf, &classes_buf))
+        return NULL;
+    PyObject *result = NULL;
+    const int64_t *indptr = (const int64_t *)indptr_buf.buf;
+    if (K < 1 || K > MAX_CLASSES || C < 1 || n_tasks < 0) {
+        PyErr_SetString(PyExc_ValueError, "vote_share_counts: bad sizes");
+        goto done;
+    }
+    if (!check_size(&indptr_buf, n_tasks + 1, 8, "indptr") ||
+        !check_size(&classes_buf, K, 8, "classes") ||
+        (gold_buf.buf && !check_size(&gold_buf, n_tasks, 8, "gold")) ||
+        !check_size(&indices_buf, indptr[n_tasks], 4, "indices"))
+        goto done;
+    const int32_t *idx = (const int32_t *)indices_buf.buf;
+    const int64_t *gold = (const int64_t *)gold_buf.buf;
+    double *counts = (double *)counts_buf.buf, *classes = (double *)classes_buf.buf;
+    const Py_ssize_t n_counts = counts_buf.len / 8;
+    const int KC = K < C ? K : C;
+    memset(counts, 0, (size_t)n_counts * sizeof(double));
+    for (int k = 0; k < K; k++) classes[k] = 0.0;
+    Py_BEGIN_ALLOW_THREADS;
+    /* the usual sizes with constants (whole-vector loops), any other in general */
+    if (K == 5 && C == 4) /* the last class from the totals */
+        vote_share_run(indptr, idx, gold, 5, 4, 4, n_tasks, counts, classes);
+    else if (K == 4 && C == 4)
+        vote_share_run(indptr, idx, gold, 4, 4, 4, n_tasks, counts, classes);
+    else if (K == 3 && C == 4)
+        vote_share_run(indptr, idx, gold, 3, 4, 3, n_tasks, counts, classes);
+    else if (K == 2 && C == 2)
+        vote_share_run(indptr, idx, gold, 2, 2, 2, n_tasks, counts, classes);
+    else
+        vote_share_run(indptr, idx, gold, K, C, KC, n_tasks, counts, classes);
+    Py_END_ALLOW_THREADS;
+    result = Py_NewRef(Py_None);
+
+done:
+    PyBuffer_Release(&indptr_buf);
+    PyBuffer_Release(&indices_buf);
+    if (gold_buf.buf) PyBuffer_Release(&gold_buf);
+    PyBuffer_Release(&counts_buf);
+    PyBuffer_Release(&classes_buf);
+    return result;
+}
+
+/* The expected counts out[j, k, x] (n_workers x K x K) from counts[(j*K + x)*C + k] for the
+ * classes k < n_counted; with n_counted = K - 1 the last class is the label totals less the
+ * others, max(totals[j*K + x] - (((c_0 + c_1) + c_2) + ...), 0) (numpy's sum over the classes,
+ * term by term; every task's responsibilities sum to one). */
+PyDoc_STRVAR(expected_doc,
+             "expected_counts(counts, totals, n_workers, n_classes, counts_stride, n_counted, "
+             "out) -> None\n\n"
+             "out[j, k, x] = counts[(j*K + x)*C + k] for k < n_counted, the last class from the "
+             "totals (float64, n_workers * K; None when n_counted = K). All float64, "
+             "C-contiguous.");
+
+static PyObject *expected_counts(PyObject *Py_UNUSED(self), PyObject *args) {
+    Py_buffer counts_buf, totals_buf, out_buf;
+    Py_ssize_t W;
+    int K, C, n;
+    if (!PyArg_ParseTuple(args, "y*z*niiiw*", &counts_buf, &totals_buf, &W, &K, &C, &n,
+                          &out_buf))
+        return NULL;
+    PyObject *result = NULL;
+    if (K < 1 || C < 1 || n < 1 || n > K || n > C || n < K - 1 || W < 0 ||
+        (n < K && !totals_buf.buf)) {
+        PyErr_SetString(PyExc_ValueError, "expected_counts: bad sizes");
+        goto done;
+    }
+    if (!check_size(&counts_buf, W * K * C, 8, "counts") ||
+        !check_size(&out_buf, W * K * K, 8, "out") ||
+        (totals_buf.buf && !check_size(&totals_buf, W * K, 8, "totals")))
+        goto done;
+    const double *counts = (const double *)counts_buf.buf;
+    const double *totals = (const double *)totals_buf.buf;
+    double *out = (double *)out_buf.buf;
+    for (Py_ssize_t j = 0; j < W; j++) {
+        double *block = out + j * K * K;
+        for (int x = 0; x < K; x++) {
+            const double *row = counts + (j * K + x) * C;
+            for (int k = 0; k < n; k++) block[k * K + x] = row[k];
+            if (n < K) {
+                double sum = row[0];
+                for (int k = 1; k < n; k++) sum += row[k];
+                const double rest = totals[j * K + x] - sum;
+                block[(K - 1) * K + x] = rest < 0.0 ? 0.0 : rest; /* NaN stays */
+            }
+        }
+    }
+    result = Py_NewRef(Py_None);
+
+done:
+    PyBuffer_Release(&counts_buf);
+    if (totals_buf.buf) PyBuffer_Release(&totals_buf);
+    PyBuffer_Release(&out_buf);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"confusion_pass", confusion_pass, METH_VARARGS, pass_doc},
+    {"vote_share_counts", vote_share_counts, METH_VARARGS, vote_share_doc},
+    {"expected_counts", expected_counts, METH_VARARGS, expected_doc},
     {NULL, NULL, 0, NULL},
 };
 

@@ -126,15 +126,25 @@ def confusion_counts(labels: LabelBlock, classes: np.ndarray) -> np.ndarray:
     return counts.reshape(labels.n_workers, k, k)
 
 
-def full_confusion_map(statistics: np.ndarray, pseudo_counts: float) -> np.ndarray:
+def full_confusion_map(
+    statistics: np.ndarray, pseudo_counts: float, diagonal: float = 0.0
+) -> np.ndarray:
     """MAP estimate of every worker's full confusion matrix.
 
     ``θ[j, k, :] ∝ n[j, k, :] + a`` — the mode of the posterior under a symmetric
     Dirichlet(a + 1) prior on each row (``a = 0`` gives the maximum-likelihood estimate of
-    Dawid & Skene). Rows with no counts at all are uniform.
+    Dawid & Skene). Rows with no counts at all are uniform. ``diagonal`` :math:`d` is added to
+    the diagonal counts first (``(n + d I) + a``: a Dirichlet(a + 1 + d [x = k]) prior).
     """
-    smoothed = statistics + pseudo_counts
-    totals = smoothed.sum(axis=-1, keepdims=True)
+    if diagonal:
+        smoothed = statistics.copy()
+        n_classes = statistics.shape[-1]
+        flat = smoothed.reshape(-1, n_classes * n_classes)  # a view: the array is fresh
+        flat[:, :: n_classes + 1] += diagonal
+        smoothed += pseudo_counts
+    else:
+        smoothed = statistics + pseudo_counts
+    totals = _row_sums(smoothed)
     positive = totals > 0
     if positive.all():  # the usual case: the same numbers without the masked copy
         smoothed /= totals
@@ -142,6 +152,19 @@ def full_confusion_map(statistics: np.ndarray, pseudo_counts: float) -> np.ndarr
     n_classes = statistics.shape[-1]
     with np.errstate(invalid="ignore", divide="ignore"):
         return np.where(positive, smoothed / totals, 1.0 / n_classes)
+
+
+def _row_sums(values: np.ndarray) -> np.ndarray:
+    """``values.sum(axis=-1, keepdims=True)``, the same numbers: below 8 classes numpy adds a
+    row's entries one after the other, which the sum of the K slices does without numpy's
+    per-row reduction loop (a third of an EM step's M-step at 1,000 workers)."""
+    n_classes = values.shape[-1]
+    if n_classes >= 8:  # numpy sums 8 or more by pairs
+        return values.sum(axis=-1, keepdims=True)
+    totals = values[..., :1].copy()
+    for k in range(1, n_classes):
+        totals += values[..., k : k + 1]
+    return totals
 
 
 def one_coin_map(statistics: np.ndarray, pseudo_counts: float) -> np.ndarray:
@@ -167,8 +190,13 @@ def full_confusion_log_prior(
     :func:`full_confusion_map` gives when ``d`` is added to the diagonal statistics:
     ``Σ_{j,k,x} (a + d [x = k]) log θ_{jkx}``, from ``log θ`` (cells at ``log 0`` can only
     occur where their pseudo-count is 0, and add nothing)."""
-    finite = np.where(np.isfinite(log_confusion), log_confusion, 0.0)
-    value = pseudo_counts * float(finite.sum())
+    total = float(log_confusion.sum())
+    if np.isfinite(total):  # the usual case: every cell finite, nothing to leave out
+        finite = log_confusion
+    else:
+        finite = np.where(np.isfinite(log_confusion), log_confusion, 0.0)
+        total = float(finite.sum())
+    value = pseudo_counts * total
     if diagonal:
         value += diagonal * float(np.trace(finite, axis1=1, axis2=2).sum())
     return value

@@ -24,8 +24,13 @@ gets its core late delays nothing but its own chunk. The number of threads is
 ``CROWDBAYES_NUM_THREADS``, else ``OMP_NUM_THREADS``, else the CPUs that look free
 (:func:`n_threads`).
 
+:func:`vote_share_statistics` gives the statistics of EM's usual start (each task's vote
+shares, gold tasks one-hot) in one more compiled pass: the same sums as
+:func:`~crowdbayes.annotators.confusion_statistics` of those responsibilities.
+
 The kernel is a C extension built when the package is installed (``setup.py``); where it could
-not be built, :func:`confusion_pass` returns None and the models use the numpy path.
+not be built, :func:`confusion_pass` and :func:`vote_share_statistics` return None and the
+models use the numpy path.
 """
 
 from __future__ import annotations
@@ -44,7 +49,13 @@ try:
 except ImportError:  # no compiler at install time: the numpy path
     _kernel = None
 
-__all__ = ["PassResult", "confusion_pass", "kernel_available", "n_threads"]
+__all__ = [
+    "PassResult",
+    "confusion_pass",
+    "kernel_available",
+    "n_threads",
+    "vote_share_statistics",
+]
 
 #: labels per chunk of tasks (chunks are the unit of threading; their number depends on the
 #: data only, so the results do not depend on the number of threads)
@@ -61,7 +72,7 @@ class PassResult:
     """What one pass returns: class-major (K, n_tasks) responsibilities, the expected counts
     ``confusion[j, k, x]``, the weighted class totals (K,) and the summed log evidence."""
 
-    resp: np.ndarray
+    resp: np.ndarray | None
     confusion: np.ndarray
     classes: np.ndarray
     log_evidence: float
@@ -136,7 +147,7 @@ class _Layout:
 
     indptr: np.ndarray  # int64
     indices: np.ndarray  # int32
-    data: np.ndarray  # float64
+    data: np.ndarray | None  # float64; None: every count is 1
     unit_counts: bool  # every count is 1: the vector passes apply
     bounds: np.ndarray  # chunk boundaries (tasks)
     gold: np.ndarray | None  # int64 gold codes, None when no task has one
@@ -147,12 +158,13 @@ class _Layout:
 _layouts: dict[int, tuple] = {}
 
 
-def _rows_from_codes(labels: LabelBlock) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+def _rows_from_codes(labels: LabelBlock) -> tuple[np.ndarray, np.ndarray, None] | None:
     """The count matrix's CSR arrays (indptr, indices, data) straight from the codes, without
     SciPy, for labels grouped by task with no repeated task–worker pair (the usual table): the
     row pointers are the cumulated task counts, the columns ``j·K + x`` in the table's order
-    and every count 1 — the arrays :attr:`~crowdbayes.Labels.count_matrix` holds for such
-    labels. None for other labels (or a compacted block), which go through the matrix."""
+    and every count 1 (data None: the kernel needs no array of ones) — the arrays
+    :attr:`~crowdbayes.Labels.count_matrix` holds for such labels. None for other labels (or a
+    compacted block), which go through the matrix."""
     tasks = labels.task_codes
     if labels.label_codes is None or not labels.pairs_distinct or len(tasks) == 0:
         return None
@@ -160,7 +172,7 @@ def _rows_from_codes(labels: LabelBlock) -> tuple[np.ndarray, np.ndarray, np.nda
         return None
     indptr = np.zeros(labels.n_tasks + 1, dtype=np.int64)
     np.cumsum(labels.workers_per_task, out=indptr[1:])  # distinct pairs: a label per worker
-    return indptr, labels.label_columns.astype(np.int32), np.ones(len(tasks))
+    return indptr, labels.label_columns.astype(np.int32), None
 
 
 def _layout(labels: LabelBlock, stride: int) -> _Layout:
@@ -179,12 +191,12 @@ def _layout(labels: LabelBlock, stride: int) -> _Layout:
         matrix = labels.count_matrix
         rows = (matrix.indptr, matrix.indices, matrix.data)
     indptr = np.ascontiguousarray(rows[0], dtype=np.int64)
-    data = np.ascontiguousarray(rows[2], dtype=np.float64)
+    data = None if rows[2] is None else np.ascontiguousarray(rows[2], dtype=np.float64)
     layout = _Layout(
         indptr=indptr,
         indices=np.ascontiguousarray(rows[1], dtype=np.int32),  # < n_columns (CSR)
         data=data,
-        unit_counts=bool((data == 1.0).all()),
+        unit_counts=data is None or bool((data == 1.0).all()),
         bounds=chunk_bounds(indptr, labels.n_workers * labels.n_classes, stride),
         gold=np.ascontiguousarray(labels.gold_codes, dtype=np.int64) if labels.has_gold else None,
     )
@@ -237,13 +249,10 @@ def confusion_pass(
         *(n_classes, stride, counts_stride, n_tasks, layout.bounds, layout.unit_counts),
         *(threads, resp, counts, classes, parts),
     )
-    # the chunks in chunk order (sums along axis 0 run row by row): the same for any threads
-    counted = counts.sum(axis=0).reshape(n_workers, n_classes, counts_stride)
-    expected = np.empty((n_workers, n_classes, n_classes))  # [j, k, x]
-    expected[:, : counted.shape[2], :] = counted[:, :, :n_classes].transpose(0, 2, 1)
-    if last_from_totals:
-        totals = labels.column_totals.reshape(n_workers, n_classes)
-        np.maximum(totals - counted.sum(axis=2), 0.0, out=expected[:, -1, :])
+    # the kernel adds the chunks' counts into the first chunk's, in chunk order: the same for
+    # any number of threads
+    counted = counts[0].reshape(n_workers, n_classes, counts_stride)
+    expected = _expected_counts(labels, counted, n_classes - 1 if last_from_totals else n_classes)
     log2_evidence = -np.inf if parts[:, 2].any() else parts[:, 0].sum() + parts[:, 1].sum()
     return PassResult(
         resp=resp,
@@ -251,6 +260,45 @@ def confusion_pass(
         classes=classes.sum(axis=0),
         log_evidence=float(log2_evidence * np.log(2.0)),
     )
+
+
+def vote_share_statistics(labels: Labels) -> PassResult | None:
+    """The statistics of the vote-share start (each task's vote shares, gold tasks one-hot) in
+    one compiled pass over the labels: the expected counts and class totals that
+    :func:`~crowdbayes.annotators.confusion_statistics` (with ``sums_to_one``) and a sum over
+    the tasks give for those responsibilities, with ``resp`` None and ``log_evidence`` 0. None
+    where the kernel is missing or outside its range, or a task–worker pair repeats."""
+    n_tasks, n_workers, n_classes = labels.n_tasks, labels.n_workers, labels.n_classes
+    n_columns = n_workers * n_classes
+    if _kernel is None or n_classes > MAX_CLASSES or n_columns >= 2**31 or n_classes < 2:
+        return None
+    stride = row_stride(n_classes)
+    layout = _layout(labels, stride)
+    if not layout.unit_counts:
+        return None
+    # the last class comes from the label totals: K = 5 needs rows of 4 only
+    counts_stride = 4 if n_classes == 5 else stride
+    counts = np.empty((n_workers, n_classes, counts_stride))  # the kernel zeroes them
+    classes = np.empty(n_classes)
+    _kernel.vote_share_counts(
+        *(layout.indptr, layout.indices, layout.gold, n_classes, counts_stride, n_tasks),
+        *(counts, classes),
+    )
+    expected = _expected_counts(labels, counts, n_classes - 1)
+    return PassResult(resp=None, confusion=expected, classes=classes, log_evidence=0.0)
+
+
+def _expected_counts(labels: LabelBlock, counted: np.ndarray, n_counted: int) -> np.ndarray:
+    """The expected counts ``[j, k, x]`` from the kernel's ``counted[j, x, k]`` (k below
+    ``n_counted``); the classes not counted (the last, where ``n_counted`` is K − 1) are the
+    label totals less the counted ones, as every task's responsibilities sum to one."""
+    n_workers, n_classes = labels.n_workers, labels.n_classes
+    expected = np.empty((n_workers, n_classes, n_classes))
+    totals = labels.column_totals if n_counted < n_classes else None
+    _kernel.expected_counts(
+        counted, totals, n_workers, n_classes, counted.shape[-1], n_counted, expected
+    )
+    return expected
 
 
 def _padded_table(confusion: np.ndarray, stride: int) -> np.ndarray:

@@ -10,7 +10,9 @@ from ...annotators import (
     one_coin_log_prior,
     one_coin_map,
 )
+from ...annotators.confusion_pass import vote_share_statistics
 from ...base import NON_NEGATIVE, POSITIVE_INT, TOLERANCE
+from ...data.labels import LabelBlock
 from ...inference.statistics import Globals, Stats
 from ...maths import finite_sum, safe_log
 from ._confusion import ConfusionStatsModel, with_logs
@@ -124,11 +126,23 @@ class DawidSkene(ConfusionStatsModel):
         self.progress = progress
 
     # ------------------------------------------------------------------ sufficient statistics
+    def initial_stats(self, block: LabelBlock) -> Stats:
+        """Statistics of the vote shares (gold tasks one-hot), in one compiled pass over the
+        labels where the kernel applies and no task is cut (the same sums), else numpy."""
+        fused = vote_share_statistics(block) if self._cut_tasks(block) is None else None
+        if fused is None:
+            return super().initial_stats(block)
+        return {"confusion": fused.confusion, "classes": fused.classes, "log_evidence": 0.0}
+
     def global_update(self, stats: Stats) -> Globals:
         """M-step: MAP confusion rows and prevalence from the expected counts."""
-        update_confusion = one_coin_map if self.one_coin else full_confusion_map
-        counts = stats["confusion"] + self.diagonal_smoothing * np.eye(stats["confusion"].shape[-1])
-        confusion = update_confusion(counts, self.smoothing)
+        if self.one_coin:
+            diagonal = self.diagonal_smoothing * np.eye(stats["confusion"].shape[-1])
+            confusion = one_coin_map(stats["confusion"] + diagonal, self.smoothing)
+        else:
+            confusion = full_confusion_map(
+                stats["confusion"], self.smoothing, diagonal=self.diagonal_smoothing
+            )
         class_counts = stats["classes"] + self.prevalence_smoothing
         return self.from_primary(confusion, class_counts / class_counts.sum())
 
