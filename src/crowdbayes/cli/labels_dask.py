@@ -48,17 +48,17 @@ def check_options(args: argparse.Namespace, family: Family) -> None:
         check_parquet(args.input)
 
 
-def check_parquet(source: str) -> None:
+def check_parquet(source: str, what: str = "labels") -> None:
     """Refuse an input file that is not Parquet (a CSV file, say) by its first bytes, before
-    any worker tries to read it."""
+    any worker tries to read it; ``what`` starts the messages."""
     from ..distributed._partitions import parquet_files
 
-    for path in parquet_files(source):
+    for path in parquet_files(source, what):
         with open(path, "rb") as handle:
             start = handle.read(len(_PARQUET_MAGIC))
         if start != _PARQUET_MAGIC:
             raise CommandError(
-                f"labels: file {path} is not a readable Parquet file (it does not start with "
+                f"{what}: file {path} is not a readable Parquet file (it does not start with "
                 "PAR1); --backend dask reads Parquet: for a CSV or TSV file use --backend memory"
             )
 

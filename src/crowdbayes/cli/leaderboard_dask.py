@@ -60,10 +60,7 @@ def check_options(args: argparse.Namespace) -> None:
         raise CommandError("--partial needs --backend memory")
     if args.dask_workers < 1:
         raise CommandError(f"--dask-workers must be at least 1; got {args.dask_workers}")
-    try:
-        check_parquet(args.input)
-    except (CommandError, FileNotFoundError) as err:  # its messages say "labels:"
-        raise type(err)(f"battles:{str(err).partition(':')[2]}") from None
+    check_parquet(args.input, "battles")
 
 
 def read_on_dask(args: argparse.Namespace, covariates: list[str]) -> Inputs:

@@ -447,10 +447,7 @@ def _sources(source, columns: BattleColumns, normalize: bool) -> list:
             "count_battles takes a Dask DataFrame or a Parquet path/glob; for a pandas "
             "DataFrame use crowdbayes.data.Battles(frame)"
         )
-    try:
-        files = parquet_files(source)
-    except FileNotFoundError as err:  # its messages say "labels:"
-        raise FileNotFoundError(f"{WHAT}:{str(err).partition(':')[2]}") from None
+    files = parquet_files(source, WHAT)
     return [
         delayed(_count_file, pure=True)(str(path), f"file {path}", columns, normalize)
         for path in files

@@ -64,9 +64,10 @@ class EncodedPartition:
     block: LabelBlock
 
 
-def parquet_files(source: str | os.PathLike) -> list[Path]:
+def parquet_files(source: str | os.PathLike, what: str = "labels") -> list[Path]:
     """The Parquet files of ``source``: one file, a directory (its ``*.parquet``/``*.pq`` files)
-    or a glob pattern; sorted, so partition numbers are reproducible."""
+    or a glob pattern; sorted, so partition numbers are reproducible. ``what`` starts the
+    messages (what the files hold)."""
     text = os.fspath(source)
     path = Path(text)
     if path.is_dir():
@@ -79,9 +80,9 @@ def parquet_files(source: str | os.PathLike) -> list[Path]:
         files = sorted(Path(p) for p in glob.glob(text))
         where = f"pattern {text!r}"
         if not files and not glob.has_magic(text):
-            raise FileNotFoundError(f"labels: file not found: {path}")
+            raise FileNotFoundError(f"{what}: file not found: {path}")
     if not files:
-        raise FileNotFoundError(f"labels: no Parquet files match {where}")
+        raise FileNotFoundError(f"{what}: no Parquet files match {where}")
     return files
 
 
