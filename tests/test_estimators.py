@@ -29,7 +29,7 @@ GoldMajorityVote            RTE, gold of a seeded half given,        0.9305     
                             accuracy on the other half
 KOS                         simulated binary, regular graph (on RTE  0.884       0.87
                             KOS scores 0.4975, as crowd-kit's)
-OrdinalDawidSkene           S_Adult (4 ordered grades), accuracy     0.7447      0.74
+OrdinalDawidSkene           S_Adult (4 ordered grades), accuracy     0.7477      0.74
 ContinuousAggregation       simulated values, corr. with the truth   0.9905      0.98
 CrowdClassifier             simulated features, unlabelled accuracy  0.913       0.90
 PlackettLuceVI              car choice, held-out choice accuracy     0.356       0.33

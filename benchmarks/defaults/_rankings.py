@@ -1,5 +1,6 @@
 r"""The rankings family of the defaults report: ``rank fit`` at its defaults (``pl-vi``:
-:class:`~crowdbayes.models.plackett_luce.PlackettLuceVI` with ``eta="auto"``) against the
+:class:`~crowdbayes.models.plackett_luce.PlackettLuceVI` with the command line's settings,
+``eta="auto"`` and ``item_effects="auto"``: log s_i = θᵀx_i + u_i, u_i ~ N(0, σ²)) against the
 Borda score, on simulated Plackett–Luce data (``tests/pl_simulate.py``: item utilities
 :math:`\theta^\top x_i`, queries of 4 random items, the top choice or the full order).
 
@@ -57,14 +58,15 @@ def draw_rankings(name: str, seed: int):
     return table, features.iloc[:, : features.shape[1] - hidden], truth
 
 
-def fit_pl_vi(table: pd.DataFrame, features: pd.DataFrame) -> tuple[pd.Series, float]:
-    """Item utilities :math:`x_i^\\top \\mu` of ``pl-vi`` at the command line's defaults."""
-    from crowdbayes.models.plackett_luce import PlackettLuceVI
+def fit_pl_vi(table: pd.DataFrame, features: pd.DataFrame, **options) -> tuple[pd.Series, float]:
+    """Posterior mean utilities of the items (``predict_utility``) by ``pl-vi`` at the command
+    line's defaults (its catalogue entry's), ``options`` overriding them."""
+    from crowdbayes._catalogue import model_entries
 
+    entry = next(e for e in model_entries("rank") if e.name == "pl-vi")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         start = time.perf_counter()
-        model = PlackettLuceVI(eta="auto").fit(table, features)
+        model = entry.load_class()(**{**entry.cli_defaults, **options}).fit(table, features)
         seconds = time.perf_counter() - start
-    coef = model.coef_.reindex(features.columns).to_numpy()
-    return pd.Series(features.to_numpy() @ coef, index=features.index), seconds
+    return model.predict_utility()["mean"], seconds

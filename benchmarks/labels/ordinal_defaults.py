@@ -5,8 +5,10 @@ the priors, and the time on 10,000 answers.
 Scenarios (:mod:`crowdbayes.models.labels._ordinal_scenarios`): 3–5 grades, 1–5 labels per task,
 ordered-probit workers (the model's story), workers whose errors are one grade either way (not
 the model's story), a neutral-heavy sentiment-like scale with biased workers, 200 workers with
-~5 labels each, 15% spammers. Each scenario is drawn with ``--seeds`` seeds; per-task losses are
-pooled over the seeds and compared by a paired bootstrap (``benchmarks/values/_paired.py``).
+~5 labels each, 15% spammers, 15% workers who give one grade to every task (S_Rel's failure
+before the random answers got each worker's own distribution). Each scenario is drawn with
+``--seeds`` seeds; per-task losses are pooled over the seeds and compared by a paired bootstrap
+(``benchmarks/values/_paired.py``).
 Real sets (gold tasks only for scoring): S_Adult, S_Rel (relevance 0–3), Web (5 grades).
 
 "before" is the model as it was (joint L-BFGS M-step, plug-in confusions); "after" is today's
@@ -56,7 +58,7 @@ RESULTS = results_dir(__file__)
 GRID = {
     "bias_prior_sd": (0.3, 0.5, 1.0),
     "log_precision_prior_sd": (0.7, 1.0, 1.5),
-    "random_share_prior": (None, 10.0),
+    "random_share_prior": (None, 3.0, 10.0, 30.0),
 }
 REAL_SETS = ("s_adult", "s_rel", "web")
 

@@ -1,6 +1,7 @@
 """Issue 7 (b) and (c): Dawid–Skene on a Dask LocalCluster of 2 worker processes over a Parquet
 data set of 200,000,000+ labels — time per iteration, peak memory per worker, throughput — and
-the projection for 1,000,000,000 labels on a cluster.
+the projection for 1,000,000,000 labels on a cluster. (The measured billion-label run, the size
+table, the killed worker and both models: ``scale_dask_1b.py``.)
 
     nice -n 19 .venv/bin/python benchmarks/scale/scale_dask.py                   # 200M labels
     nice -n 19 .venv/bin/python benchmarks/scale/scale_dask.py --labels 2000000  # quick check

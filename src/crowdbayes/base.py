@@ -378,6 +378,10 @@ class Estimator:
     family: ClassVar[str] = ""
     #: attributes left out of a saved file (caches rebuilt on demand)
     _transient: ClassVar[tuple[str, ...]] = ()
+    #: parameters added after model files were first written: name -> the value that gives
+    #: the behaviour of the model those older files were fitted as (filled in when loading a
+    #: file that lacks it)
+    _added_params: ClassVar[dict[str, Any]] = {}
     #: what the model can do (class docstring of :class:`Tags`), merged from ``_tags``
     tags: ClassVar[Tags] = Tags()
     #: the tags this class declares, beyond those of its bases

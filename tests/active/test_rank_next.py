@@ -9,9 +9,13 @@ import pytest
 from crowdbayes import PlackettLuceMAP, PlackettLuceVI
 from crowdbayes.active.rankings import (
     ChoiceSets,
+    boundary_design,
+    boundary_weight,
+    choice_fisher_factors,
     choice_information,
     replay_choice_sets,
     suggest_sets,
+    top_membership,
     utility_draws,
 )
 
@@ -185,6 +189,18 @@ def test_a_small_replay_reveals_sets_and_refits():
     pd.testing.assert_series_equal(record["score"], again["score"])
 
 
+def test_a_replay_by_the_top_boundary_reveals_every_set_once():
+    rankings, items = simulated(n_sets=30)
+    record = replay_choice_sets(
+        PlackettLuceVI(eta=1.0), rankings, items, start=5, batch=10, strategy="top", top_k=3,
+        score=lambda model: float(model.coef_.iloc[0]), random_state=0,
+    )  # fmt: skip
+    assert list(record["n_sets"]) == [5, 15, 25, 30]
+    assert record["score"].iloc[-1] == pytest.approx(
+        PlackettLuceVI(eta=1.0).fit(rankings, items=items).coef_.iloc[0]
+    )
+
+
 # ------------------------------------------------------------------------------ refusals
 @pytest.mark.parametrize(
     "rows, message",
@@ -229,3 +245,98 @@ def test_a_sampled_model_without_features_uses_its_own_draws():
     assert len(chosen) == 2 and (chosen["score"] > 0).all()
     with pytest.raises(ValueError, match="were not in the fitted rankings"):
         suggest_sets(model, sets_of([("s", "i1"), ("s", "new")]), 1)
+
+
+# ------------------------------------------------------------------------------ the top-k boundary
+def test_top_membership_counts_the_draws_where_an_item_is_in_the_top_k():
+    rng = np.random.default_rng(0)
+    draws = rng.normal(size=(7, 300))
+    brute = np.zeros(7)
+    for column in draws.T:
+        brute[np.argsort(-column)[:3]] += 1
+    np.testing.assert_allclose(top_membership(draws, 3), brute / 300)
+    assert top_membership(draws, 3).sum() == pytest.approx(3.0)
+    with pytest.raises(ValueError, match="top_k must be between 1 and 6"):
+        top_membership(draws, 7)
+
+
+def test_boundary_weight_is_the_weighted_variance_of_utility_differences():
+    """Σ_{i<j} w_i w_j Var(u_i − u_j) = (Σ w) tr(W Σ_θ) for u = Xθ, w_i = p_i(1 − p_i)."""
+    rng = np.random.default_rng(1)
+    X, p = rng.normal(size=(6, 3)), rng.uniform(size=6)
+    A = rng.normal(size=(3, 3))
+    cov = A @ A.T
+    w = p * (1 - p)
+    pairs = sum(
+        w[i] * w[j] * (X[i] - X[j]) @ cov @ (X[i] - X[j]) for i in range(6) for j in range(i)
+    )
+    assert np.trace(boundary_weight(X, p) @ cov) * w.sum() == pytest.approx(pairs)
+    assert not boundary_weight(X, np.ones(6)).any()  # nothing uncertain: nothing to learn
+
+
+def test_fisher_factors_give_the_choice_information():
+    """G_Aᵀ G_A = X_Aᵀ(diag p − p pᵀ)X_A, the Hessian of −log p(c | A, θ) (any c), for sets
+    of different sizes."""
+    rng = np.random.default_rng(2)
+    X, theta = rng.normal(size=(5, 2)), rng.normal(size=2)
+    sets = sets_of([("s", "a"), ("s", "b"), ("s", "c"), ("t", "d"), ("t", "e")])
+    G = choice_fisher_factors(X, sets, theta)
+    for k, members in enumerate(([0, 1, 2], [3, 4])):
+        XA = X[members]
+        p = np.exp(XA @ theta) / np.exp(XA @ theta).sum()
+        np.testing.assert_allclose(G[k].T @ G[k], XA.T @ (np.diag(p) - np.outer(p, p)) @ XA)
+
+
+def test_boundary_design_gains_are_the_falls_of_the_weighted_variance():
+    """Each greedy step's gain is tr(W Σ) − tr(W (Σ⁻¹ + G_Aᵀ G_A)⁻¹), the best available."""
+    rng = np.random.default_rng(3)
+    G = rng.normal(size=(12, 3, 4))
+    cov, weight = np.eye(4) * 2.0, np.diag([3.0, 1.0, 0.0, 0.0])
+    picked, gains = boundary_design(G, cov, weight, 3)
+    C = cov
+    for k, a in enumerate(picked):
+        after = [np.linalg.inv(np.linalg.inv(C) + g.T @ g) for g in G]
+        falls = np.array([np.trace(weight @ (C - c)) for c in after])
+        falls[picked[:k]] = -np.inf
+        assert a == np.argmax(falls) and gains[k] == pytest.approx(falls[a])
+        C = after[a]
+    assert len(set(picked)) == 3
+
+
+def test_top_strategy_asks_about_the_items_near_the_boundary():
+    """Three features; the top items differ only in the second, which no fitted set has
+    varied. The set that varies it is asked first by ``top``."""
+    rng = np.random.default_rng(4)
+    n = 40
+    items = pd.DataFrame(
+        {"a": rng.normal(size=n), "b": np.zeros(n), "c": rng.normal(size=n)},
+        index=pd.Index([f"i{k}" for k in range(n)], name="item"),
+    )
+    items.loc[["i0", "i1", "i2", "i3"], ["a", "b"]] = [
+        [5.0, 0.3],
+        [5.0, -0.3],
+        [5.0, 0.2],
+        [5.0, -0.2],
+    ]
+    items.loc[["i4", "i5"], "b"] = [1.0, -1.0]
+    rows = []
+    for q in range(60):  # fitted sets vary a and c only
+        members = rng.choice(np.arange(6, n), 3, replace=False)
+        rows += [(f"q{q}", f"i{m}", 1.0 if j == 0 else np.nan) for j, m in enumerate(members)]
+    rankings = pd.DataFrame(rows, columns=["query", "item", "rank"])
+    model = PlackettLuceVI(eta=1.0).fit(rankings, items=items)
+    candidates = sets_of(
+        [("b-varies", "i4"), ("b-varies", "i5")]
+        + [(f"c{k}", f"i{6 + 2 * k}") for k in range(5)]
+        + [(f"c{k}", f"i{7 + 2 * k}") for k in range(5)]
+    )
+    chosen = suggest_sets(
+        model, candidates, 3, features=items, strategy="top", top_k=2, random_state=0
+    )
+    assert chosen.index[0] == "b-varies" and chosen["score"].iloc[0] > chosen["score"].iloc[1]
+    unknown = sets_of([("s", "i0"), ("s", "zz")])
+    with pytest.raises(ValueError, match="have no row in the feature table"):
+        suggest_sets(model, unknown, 1, features=items, strategy="top")
+    with pytest.raises(ValueError, match="strategy 'top' needs a posterior over feature"):
+        suggest_sets(PlackettLuceMAP().fit(rankings, items=items), candidates, 1,
+                     features=items, strategy="top")  # fmt: skip

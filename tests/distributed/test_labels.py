@@ -304,3 +304,118 @@ def test_disjoint_task_ranges_decide_when_the_exact_check_is_needed():
     assert not disjoint_task_ranges([(0, 10), (10, 19)])  # task 10 may be in both
     assert not disjoint_task_ranges([(0, 9), None])
     assert not disjoint_task_ranges([("a", "b"), (1, 2)])  # ids that do not sort
+
+
+def _grouped_frame(seed: int, n_tasks: int = 400, per_task: int = 5, n_workers: int = 30):
+    """Labels sorted by integer task id, ``per_task`` distinct workers per task, 3 classes."""
+    rng = np.random.default_rng(seed)
+    start = rng.integers(n_workers, size=n_tasks)
+    workers = ((start[:, None] + np.arange(per_task)) % n_workers).ravel()
+    return pd.DataFrame(
+        {
+            "task": np.repeat(np.arange(1000, 1000 + n_tasks), per_task),
+            "worker": workers.astype(np.int32),
+            "label": rng.integers(3, size=n_tasks * per_task).astype(np.int8),
+        }
+    )
+
+
+@pytest.mark.parametrize("case", ["consecutive", "repeats, gold, text ids"])
+def test_encoded_partition_is_compact_and_computes_like_a_label_block(case):
+    """What a worker keeps between passes (int32 count-matrix indices, no float counts when
+    every count is 1, consecutive task ids as a range) rebuilds a block whose statistics equal
+    the plain compacted block's, bit for bit — with repeated task-worker pairs and gold too."""
+    from crowdbayes.data.labels import LabelBlock
+    from crowdbayes.distributed._partitions import (
+        Columns,
+        encode_partition,
+        merge_vocabularies,
+        partition_vocabulary,
+    )
+
+    frame, gold = _grouped_frame(3), None
+    if case != "consecutive":
+        frame = pd.concat([frame, frame.iloc[:7]]).sort_values("task", kind="stable")
+        frame["task"] = "t" + frame["task"].astype(str)
+        gold = pd.Series([0, 2], index=["t1003", "t1100"])
+    columns = Columns()
+    vocabulary = merge_vocabularies(
+        [partition_vocabulary(frame, "p", columns, None)], pd.Index(CLASSES), gold
+    )
+    part = encode_partition(frame, "p", columns, vocabulary)
+    codes, ids = pd.factorize(frame["task"], sort=False)
+    gold_codes = None if gold is None else vocabulary.gold.reindex(ids).fillna(-1).to_numpy(int)
+    plain = LabelBlock(
+        codes,
+        vocabulary.workers.get_indexer(frame["worker"]),
+        vocabulary.classes.get_indexer(frame["label"]),
+        n_tasks=len(ids),
+        n_workers=vocabulary.n_workers,
+        n_classes=len(CLASSES),
+        gold_codes=gold_codes,
+    ).compact()
+    block = part.block
+    assert list(part.task_ids) == list(ids)
+    assert (part.task_range is not None) == (case == "consecutive")
+    assert (part.data is None) == (case == "consecutive")
+    assert part.indices.dtype == np.int32 and part.indptr.dtype == np.int32
+    if case == "consecutive":  # int32 indices and row pointers, a byte of workers per task
+        assert part.nbytes() == 4 * len(frame) + 4 * (len(ids) + 1) + len(ids)
+    assert (block.count_matrix != plain.count_matrix).nnz == 0
+    np.testing.assert_array_equal(block.workers_per_task, plain.workers_per_task)
+    np.testing.assert_array_equal(block.column_totals, plain.column_totals)
+    np.testing.assert_array_equal(block.gold_codes, plain.gold_codes)
+    for model in (DawidSkene(), BayesianDawidSkene()):
+        start = model.global_update(model.initial_stats(plain))
+        for key, value in model.initial_stats(block).items():
+            np.testing.assert_array_equal(value, model.initial_stats(plain)[key])
+        ours, theirs = model.local_stats(block, start), model.local_stats(plain, start)
+        assert ours.keys() == theirs.keys()
+        for key in ours:
+            np.testing.assert_array_equal(ours[key], theirs[key])
+
+
+def test_vocabulary_pass_keeps_nothing_of_the_partition():
+    """A partition's vocabulary (held on its worker until every partition's is gathered) keeps
+    no view of the partition's rows: at a billion labels the views held every file in memory."""
+    import gc
+    import tracemalloc
+
+    from crowdbayes.distributed._partitions import Columns, partition_vocabulary
+
+    tracemalloc.start()
+    try:
+        baseline = tracemalloc.get_traced_memory()[0]
+        frame = _grouped_frame(1, n_tasks=200_000)  # 1M rows, 13 MB
+        loaded = tracemalloc.get_traced_memory()[0] - baseline
+        vocabulary = partition_vocabulary(frame, "p", Columns(), None)
+        del frame
+        gc.collect()
+        held = tracemalloc.get_traced_memory()[0] - baseline
+    finally:
+        tracemalloc.stop()
+    assert loaded > 10e6
+    assert held < 1e6
+    assert vocabulary[2] == 1_000_000 and len(vocabulary[3]) == 0
+
+
+def test_grouped_files_are_encoded_where_they_lie_without_a_shuffle(client, tmp_path):
+    """grouped=True on files of disjoint task ranges: no shuffle (each file is read and encoded
+    in one task), so output partition i holds exactly the tasks of input file i — and the
+    posteriors are the in-memory fit's."""
+    frame = _grouped_frame(5, n_tasks=300)
+    (tmp_path / "in").mkdir()
+    bounds = [0, 500, 1100, 1500]
+    for i in range(3):
+        frame.iloc[bounds[i] : bounds[i + 1]].to_parquet(tmp_path / "in" / f"part-{i}.parquet")
+    result = fit_distributed(
+        DawidSkene(), tmp_path / "in", out=tmp_path / "out", client=client, grouped=True
+    )
+    for i in range(3):
+        written = pd.read_parquet(tmp_path / "out" / f"part-{i:05d}.parquet")
+        expected = pd.unique(frame["task"].iloc[bounds[i] : bounds[i + 1]])
+        assert list(written.index) == list(expected)
+    reference = DawidSkene().fit(frame)
+    probas = result.read_tasks()[[f"p_{c}" for c in reference.classes_]]
+    probas = probas.reindex(reference.probas_.index).to_numpy()
+    assert np.max(np.abs(probas - reference.probas_.to_numpy())) <= 1e-8

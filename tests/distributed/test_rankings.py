@@ -45,8 +45,15 @@ def test_shuffled_by_query_equals_in_memory(client, data, reference):
     table, features = data
     rows = table.sample(frac=1.0, random_state=0)  # a query's rows scattered over partitions
     frame = dd.from_pandas(rows, npartitions=4, sort=False)
-    fitted = fit_rankings_distributed(model(), frame, features, client=client)
+    passes = []
+    fitted = fit_rankings_distributed(
+        model(), frame, features, client=client, on_pass=lambda i, s: passes.append((i, s))
+    )
     assert_same_posterior(fitted, reference)
+    # one pass at the prior, then at least one per iteration (three per SQUAREM cycle)
+    assert [i for i, _ in passes] == list(range(1, len(passes) + 1))
+    assert len(passes) >= fitted.n_iter_ + 1
+    assert all(s >= 0 for _, s in passes)
     # the fitted model predicts like the in-memory one
     pd.testing.assert_frame_equal(fitted.score(features), reference.score(features), atol=1e-8)
 

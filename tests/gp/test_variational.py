@@ -166,3 +166,39 @@ def test_bound_gradient_matches_finite_differences(vi):
     analytic = InducingProjection(Matern32(np.exp(log_ls)), Zs).bound_gradient(small, scale)
     numeric = [(neg_kl(log_ls + h * e) - neg_kl(log_ls - h * e)) / (2 * h) for e in np.eye(2)]
     np.testing.assert_allclose(analytic, numeric, rtol=1e-4, atol=1e-6)
+
+
+# ---------------------------------------------------------------------- full batches through items
+def test_item_gram_equals_the_sums_over_the_comparison_rows():
+    """Aᵀ L_w A, Aᵀ Eᵀ v and E A m through the items equal the sums over the rows
+    A_l − A_r, with repeated and reversed pairs, zero weights and items never compared."""
+    from crowdbayes.gp.item_gram import ItemGram
+
+    rng = np.random.default_rng(4)
+    A = rng.normal(size=(14, 5))
+    left = rng.integers(0, 12, 200)
+    right = (left + rng.integers(1, 12, 200)) % 12
+    left[:10], right[:10] = right[10:20], left[10:20]  # the same pairs the other way round
+    w, v, m = rng.uniform(size=200), rng.normal(size=200), rng.normal(size=5)
+    w[:5] = 0.0
+    D = A[left] - A[right]
+    gram = ItemGram(A, left, right)
+    G = gram.gram(w)
+    assert np.array_equal(G, G.T)
+    np.testing.assert_allclose(G, D.T @ (w[:, None] * D), rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(gram.project(v), D.T @ v, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(gram.differences(m), D @ m, rtol=1e-12, atol=1e-12)
+
+
+def test_auto_batch_takes_every_comparison_where_a_step_costs_less_than_a_pass():
+    from crowdbayes.gp.item_gram import ItemGram
+    from crowdbayes.gp.svi import AUTO_BATCH, resolve_batch_size
+
+    # 10 comparisons per item: N M² + 4 P M well below P M² / 2 + 2 P M
+    assert ItemGram.cheaper(1000, 10_000, 200)
+    assert resolve_batch_size("auto", 1000, 10_000, 200) is None
+    # one comparison per item: the rows are cheaper, mini-batches stay
+    assert not ItemGram.cheaper(1000, 1000, 200)
+    assert resolve_batch_size("auto", 5000, 5000, 200) == AUTO_BATCH
+    assert resolve_batch_size(64, 1000, 10_000, 200) == 64
+    assert resolve_batch_size(None, 5000, 5000, 200) is None

@@ -27,6 +27,25 @@ Plackett–Luce, that asking about items close in utility — the questions whos
 uncertain, which the entropy term favours — learns a ranking about as fast as elaborate active
 strategies; the second term discounts the uncertainty that no answer can reduce.
 
+The top-k boundary (``strategy="top"``, models with features): when what matters is which k
+items are best, a set is worth what it tells about the items whose membership of the top k is
+in doubt. With p_i = P(i among the k of highest u) over the draws (the share of draws in which
+u_i reaches the draw's k-th largest utility; every item of the feature table counts) and
+w_i = p_i(1 − p_i), the target is the weighted variance of the utility differences among those
+items, which for u = Xθ, θ ~ N(μ, Σ) is linear in Σ:
+
+    Σ_{i<j} w_i w_j Var(u_i − u_j) = (Σ_i w_i) tr(W Σ),  W = Σ_i w_i (x_i − x̄_w)(x_i − x̄_w)ᵀ,
+
+x̄_w the w-weighted mean of the features — an L-optimal design criterion (Chaloner &
+Verdinelli 1995, §2.3) whose weights are those of the k-th/(k+1)-th boundary, as LUCB samples
+the arms on either side of it (Kalyanakrishnan et al. 2012). One choice from A adds the Fisher
+information F_A = X_Aᵀ(diag p − p pᵀ)X_A at p = softmax(X_A μ) (McFadden 1974) to Σ⁻¹, so that
+with F_A = G_Aᵀ G_A (rows √p_j (x_j − Σ_l p_l x_l)) the expected fall of tr(W Σ) is, by the
+Woodbury identity, tr((I + G_A Σ G_Aᵀ)⁻¹ G_A Σ W Σ G_Aᵀ) (the Laplace approximation of the
+posterior; Chaloner & Verdinelli 1995, §2.1). A batch is chosen greedily: each set the one of
+largest fall given the sets before it, Σ ← Σ − Σ G_Aᵀ(I + G_A Σ G_Aᵀ)⁻¹ G_A Σ after it, so that a
+batch does not ask the same contrast many times over (where BALD's best-first order would).
+
 Cold start (coverage first): an item that was never shown has had no chance to be chosen, so
 its utility is known only through its features, if at all. A set with more never-shown items
 comes first; inside a batch the choice is greedy, each chosen set's items counting as shown for
@@ -35,10 +54,16 @@ the next (a set cover of the new items, as :class:`~crowdbayes.active.PairPool`'
 once all items are covered, or every set of a data set whose items are unique to their set —
 the strategy decides (:func:`~crowdbayes.gp.questions.question_order`: ``information`` best
 first, ``power`` drawn with probability proportional to the gain, ``mixed`` alternating best
-first with a uniform draw, ``uncertainty`` by the predictive entropy H(p̄) alone, ``random``).
+first with a uniform draw, ``uncertainty`` by the predictive entropy H(p̄) alone, ``random``,
+``top`` the greedy batch of the top-k boundary above, the sets it does not pick after it in a
+random order).
 
-References: N. Houlsby, F. Huszár, Z. Ghahramani, M. Lengyel, "Bayesian active learning for
-classification and preference learning", arXiv:1112.5745, 2011. D. J. C. MacKay,
+References: K. Chaloner, I. Verdinelli, "Bayesian experimental design: a review",
+Statistical Science 10(3), 1995. S. Kalyanakrishnan, A. Tewari, P. Auer, P. Stone, "PAC subset
+selection in stochastic multi-armed bandits", ICML 2012. D. McFadden, "Conditional logit
+analysis of qualitative choice behavior", in Frontiers in Econometrics, 1974. N. Houlsby,
+F. Huszár, Z. Ghahramani, M. Lengyel, "Bayesian active learning for classification and
+preference learning", arXiv:1112.5745, 2011. D. J. C. MacKay,
 "Information-based objective functions for active data selection", Neural Computation 4(4),
 1992. L. Maystre, M. Grossglauser, "Just sort it! A simple and effective approach to active
 preference learning", ICML 2017. Y. Guo, J. Dy, D. Erdoğmuş, J. Kalpathy-Cramer, S. Ostmo,
@@ -65,14 +90,19 @@ from ..gp.questions import question_order
 __all__ = [
     "SET_QUESTION_VALUES",
     "ChoiceSets",
+    "boundary_design",
+    "boundary_weight",
+    "choice_fisher_factors",
     "choice_information",
     "replay_choice_sets",
     "suggest_sets",
+    "top_membership",
     "utility_draws",
 ]
 
-#: how a set can be valued (the names and meanings of the pairwise strategies)
-SET_QUESTION_VALUES = PAIR_QUESTION_VALUES
+#: how a set can be valued: the names and meanings of the pairwise strategies, and ``top``
+#: (the expected fall of the top-k boundary's uncertainty, module docstring)
+SET_QUESTION_VALUES = ("top", *PAIR_QUESTION_VALUES)
 
 
 @dataclass(frozen=True)
@@ -172,11 +202,12 @@ def utility_draws(
     """Joint posterior draws of the utilities (log-scores) of ``items``, shape
     ``(len(items), n_draws)``.
 
-    A model with item features (``tags.features != "none"``): θ⁽ˢ⁾ ~ N(``coef_``,
-    ``coef_cov_``) and u⁽ˢ⁾ = Xθ⁽ˢ⁾, the rows of X taken from ``features`` (every item must have
-    one). A sampled model without features (``tags.posterior == "sampled"``): ``n_draws`` of its
-    draws (``samples_``), taken at random with replacement; every item must have been fitted.
-    A point estimate is refused (it has no uncertainty to reduce)."""
+    A model with item features (``tags.features != "none"``): its ``posterior_draws`` —
+    θ⁽ˢ⁾ ~ N(``coef_``, ``coef_cov_``) and u⁽ˢ⁾ = Xθ⁽ˢ⁾ (plus the item effects of
+    ``PlackettLuceVI(item_effects=...)``), the rows of X taken from ``features`` (every item
+    must have one). A sampled model without features (``tags.posterior == "sampled"``):
+    ``n_draws`` of its draws (``samples_``), taken at random with replacement; every item must
+    have been fitted. A point estimate is refused (it has no uncertainty to reduce)."""
     tags = model.tags
     name = type(model).__name__
     rng = as_generator(random_state)
@@ -190,9 +221,10 @@ def utility_draws(
             raise ValueError(f"{name} scores items by their features: give the features")
         table = read_features(features).require_names(model.feature_names_)
         X = table.take(items, needed_by="candidates")
-        mean, cov = model.coef_.to_numpy(), model.coef_cov_.to_numpy()
-        thetas = rng.multivariate_normal(mean, cov, size=n_draws, method="cholesky")
-        return X @ thetas.T
+        # the model's own joint draws: Xθ, θ ~ N(coef_, coef_cov_) (the same stream as
+        # before), plus PlackettLuceVI's item effects u when it has them
+        rows = FeatureTable(pd.Index(items), X, list(model.feature_names_), "candidates")
+        return model.posterior_draws(rows, n_draws, rng)
     if tags.posterior != "sampled":
         raise ValueError(f"{name}: no joint posterior draws of the utilities")
     codes = model.item_ids_.get_indexer(items)
@@ -229,6 +261,72 @@ def choice_information(
     return np.maximum(predictive - expected, 0.0), predictive, p_bar
 
 
+# ------------------------------------------------------------------------------ the top-k boundary
+def top_membership(draws: np.ndarray, k: int) -> np.ndarray:
+    """P(item i is among the ``k`` of highest utility), per row of ``draws`` (items × joint
+    posterior draws): the share of the draws in which u_i is at least the draw's k-th largest
+    utility."""
+    if not 1 <= k < len(draws):
+        raise ValueError(f"top_k must be between 1 and {len(draws) - 1} got {k}")
+    kth = np.partition(draws, len(draws) - k, axis=0)[len(draws) - k]
+    return (draws >= kth).mean(axis=1)
+
+
+def boundary_weight(X: np.ndarray, membership: np.ndarray) -> np.ndarray:
+    """W = Σ_i w_i (x_i − x̄_w)(x_i − x̄_w)ᵀ with w_i = p_i(1 − p_i), p_i the top-k membership
+    of item i, x̄_w the w-weighted mean of its features (module docstring: Σ_{i<j} w_i w_j
+    Var(u_i − u_j) = (Σ_i w_i) tr(W Σ_θ) for u = Xθ)."""
+    w = membership * (1.0 - membership)
+    if w.sum() <= 0:
+        return np.zeros((X.shape[1], X.shape[1]))
+    centred = X - (w @ X) / w.sum()
+    return (centred * w[:, None]).T @ centred
+
+
+def choice_fisher_factors(X: np.ndarray, sets: ChoiceSets, theta: np.ndarray) -> np.ndarray:
+    """Per set A a factor G_A (rows √p_j (x_j − Σ_l p_l x_l), j ∈ A, zero rows padding to the
+    largest set) of the Fisher information of one choice about θ at ``theta``:
+    G_Aᵀ G_A = X_Aᵀ (diag p − p pᵀ) X_A with p = softmax(X_A θ). ``X``: the features of
+    ``sets.items``. Shape (sets, largest size, features)."""
+    starts, sizes = sets.offsets[:-1], sets.sizes
+    xs = X[sets.members]
+    u = xs @ theta
+    e = np.exp(u - np.repeat(np.maximum.reduceat(u, starts), sizes))
+    p = e / np.repeat(np.add.reduceat(e, starts), sizes)
+    mean = np.add.reduceat(p[:, None] * xs, starts, axis=0)
+    G = np.zeros((len(sets), int(sizes.max()), X.shape[1]))
+    slot = np.arange(len(xs)) - np.repeat(starts, sizes)
+    G[np.repeat(np.arange(len(sets)), sizes), slot] = np.sqrt(p)[:, None] * (
+        xs - np.repeat(mean, sizes, axis=0)
+    )
+    return G
+
+
+def boundary_design(
+    G: np.ndarray, cov: np.ndarray, weight: np.ndarray, n: int, allowed: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """Greedy batch: ``n`` sets, each the one whose Fisher information most lowers
+    tr(W Σ) given the sets chosen before it (module docstring), Σ starting at ``cov``.
+    Returns the chosen set positions (in the order chosen) and each one's fall of tr(W Σ)."""
+    C = np.array(cov, dtype=np.float64, copy=True)
+    eye = np.eye(G.shape[1])
+    free = np.ones(len(G), dtype=bool) if allowed is None else allowed.copy()
+    Gt = G.transpose(0, 2, 1)
+    chosen, gains = [], []
+    for _ in range(min(n, int(free.sum()))):
+        P = G @ C
+        M = eye + P @ Gt
+        gain = np.trace(np.linalg.solve(M, P @ weight @ P.transpose(0, 2, 1)), axis1=1, axis2=2)
+        gain[~free] = -np.inf
+        best = int(np.argmax(gain))
+        chosen.append(best)
+        gains.append(max(float(gain[best]), 0.0))
+        free[best] = False
+        C = C - P[best].T @ np.linalg.solve(M[best], P[best])
+        C = (C + C.T) / 2
+    return np.asarray(chosen, dtype=np.int64), np.asarray(gains)
+
+
 # ------------------------------------------------------------------------------ the choice
 def suggest_sets(
     model,
@@ -241,6 +339,7 @@ def suggest_sets(
     confidence: float | None = None,
     coverage: bool = True,
     n_draws: int = 256,
+    top_k: int = 10,
     random_state: RandomState = None,
 ) -> pd.DataFrame:
     """The ``n`` candidate sets to show next, first to show first.
@@ -249,10 +348,11 @@ def suggest_sets(
     the sets with the most never-shown items come first, greedily within the batch (module
     docstring), then ``strategy`` orders the rest. ``confidence``: a set whose most probable
     choice the model already predicts with at least this probability is decided and left out.
-    Returns one row per set, indexed by set id: ``score`` (the information gain in nats; for
-    ``uncertainty`` the predictive entropy; for ``random`` the information gain, for the
-    record), ``new_items`` (never-shown members when it was chosen), ``p_max`` (the predicted
-    probability of its most probable choice)."""
+    ``top_k``: the size of the top set for ``strategy="top"``. Returns one row per set, indexed
+    by set id: ``score`` (the information gain in nats; for ``uncertainty`` the predictive
+    entropy; for ``random`` the information gain, for the record; for ``top`` the fall of
+    tr(W Σ) when the set was chosen, 0 after the batch), ``new_items`` (never-shown members
+    when it was chosen), ``p_max`` (the predicted probability of its most probable choice)."""
     if isinstance(n, (bool, np.bool_)) or not isinstance(n, (int, np.integer)) or n < 1:
         raise ValueError(f"suggest_sets: n must be a positive integer; got {n!r}")
     if strategy not in SET_QUESTION_VALUES:
@@ -263,16 +363,25 @@ def suggest_sets(
     if len(candidates) == 0:
         raise ValueError("candidates: no choice set")
     rng = as_generator(random_state)
-    draws = utility_draws(model, candidates.items, n_draws, rng, features=features)
+    if strategy == "top":
+        table = _feature_table(model, features)
+        table.take(candidates.items, needed_by="candidates")  # every candidate has features
+        every = utility_draws(model, table.ids, n_draws, rng, features=table)
+        draws = every[table.ids.get_indexer(candidates.items)]
+    else:
+        draws = utility_draws(model, candidates.items, n_draws, rng, features=features)
     info, entropy, p_bar = choice_information(draws[candidates.members], candidates.offsets)
     p_max = np.maximum.reduceat(p_bar, candidates.offsets[:-1])
     keep = np.arange(len(candidates))
     if confidence is not None:
         keep = np.flatnonzero(p_max < confidence)
-    score = entropy if strategy == "uncertainty" else info
-    # "random" is a uniform order (the score is kept for the record); the others by score
-    value = rng.random(len(score)) if strategy == "random" else score
-    order = keep[question_order(value[keep], strategy, rng)]
+    if strategy == "top":
+        score, order = _top_order(model, candidates, table, every, keep, n, top_k, rng)
+    else:
+        score = entropy if strategy == "uncertainty" else info
+        # "random" is a uniform order (the score is kept for the record); the others by score
+        value = rng.random(len(score)) if strategy == "random" else score
+        order = keep[question_order(value[keep], strategy, rng)]
     shown = model.item_ids_ if shown is None else pd.Index(shown)
     new = ~candidates.items.isin(shown)
     if coverage:
@@ -285,6 +394,37 @@ def suggest_sets(
         {"score": score[chosen], "new_items": new_items, "p_max": p_max[chosen]},
         index=candidates.ids[chosen],
     )
+
+
+def _feature_table(model, features) -> FeatureTable:
+    """The feature table of a feature model, for the top-k boundary (refused otherwise)."""
+    name = type(model).__name__
+    if model.tags.features == "none" or model.tags.posterior == "point":
+        raise ValueError(
+            f"strategy 'top' needs a posterior over feature weights (PlackettLuceVI with "
+            f"features); {name} has none"
+        )
+    if features is None:
+        raise ValueError(f"{name} scores items by their features: give the features")
+    return read_features(features).require_names(model.feature_names_)
+
+
+def _top_order(model, candidates, table, every, keep, n, top_k, rng):
+    """Strategy ``top``: the sets :func:`boundary_design` picks among ``keep`` (the batch's
+    first ``n``), then the rest of ``keep`` in a random order. Returns each candidate's score
+    (its fall of tr(W Σ) when chosen, 0 for the others) and the order."""
+    weight = boundary_weight(table.values, top_membership(every, top_k))
+    G = choice_fisher_factors(
+        table.take(candidates.items, needed_by="candidates"), candidates, model.coef_.to_numpy()
+    )
+    allowed = np.zeros(len(candidates), dtype=bool)
+    allowed[keep] = True
+    picked, gains = boundary_design(G, model.coef_cov_.to_numpy(), weight, n, allowed)
+    score = np.zeros(len(candidates))
+    score[picked] = gains
+    allowed[picked] = False
+    rest = rng.permutation(np.flatnonzero(allowed))
+    return score, np.concatenate([picked, rest])
 
 
 def _coverage_first(
@@ -342,6 +482,7 @@ def replay_choice_sets(
     coverage: bool = True,
     budget: int | None = None,
     n_draws: int = 256,
+    top_k: int = 10,
     query: str = "query",
     item: str = "item",
     rank: str = "rank",
@@ -390,6 +531,7 @@ def replay_choice_sets(
                 strategy=strategy,
                 coverage=coverage,
                 n_draws=n_draws,
+                top_k=top_k,
                 random_state=rng,
             )
             pick = sets.ids.get_indexer(chosen.index)

@@ -20,6 +20,7 @@ import numpy as np
 from ..data import Labels
 from ..data.labels import LabelBlock
 from ..maths import finite_sum
+from .confusion_pass import confusion_map
 
 __all__ = [
     "label_log_likelihood",
@@ -136,6 +137,9 @@ def full_confusion_map(
     Dawid & Skene). Rows with no counts at all are uniform. ``diagonal`` :math:`d` is added to
     the diagonal counts first (``(n + d I) + a``: a Dirichlet(a + 1 + d [x = k]) prior).
     """
+    compiled = confusion_map(statistics, pseudo_counts, diagonal)
+    if compiled is not None:  # the same numbers in one loop (a third of an M-step's time)
+        return compiled
     if diagonal:
         smoothed = statistics.copy()
         n_classes = statistics.shape[-1]

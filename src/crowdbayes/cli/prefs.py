@@ -67,7 +67,8 @@ PREFS = ModelTable(
         Option(
             "--batch-size",
             "batch_size",
-            "pairs per SVI iteration (default 1000)",
+            "pairs per SVI iteration (default: gppl all where that costs less than a pass of "
+            "mini-batches, else 1000; crowdgppl 1000)",
             positive_int("--batch-size"),
         ),
         Option(

@@ -5,7 +5,8 @@ crowdbayes rank fit RANKINGS [--features ITEMS] [--model pl-vi|pl-map|pl-mm|pl-g
                              [--save-model MODEL] [-o SCORES] [--eta X|auto] [--seed N]
 crowdbayes rank predict MODEL --pairs PAIRS [--features ITEMS] [-o P]
 crowdbayes rank next RANKINGS --n N [--candidates SETS] [--features ITEMS] [--model pl-vi|pl-gibbs]
-                              [--strategy S] [--confidence P] [--draws S] [--seed N] [-o NEXT]
+                              [--strategy S] [--top-k K] [--confidence P] [--draws S]
+                              [--seed N] [-o NEXT]
 
 ``rank next`` fits the model to RANKINGS and writes the N candidate choice sets most worth
 showing next (:func:`crowdbayes.active.rankings.suggest_sets`): sets with items never shown
@@ -53,6 +54,14 @@ RANK = ModelTable(
             "method",
             "Algorithm 1's bound (default) or the calibrated exact-ELBO Gaussian",
             choices=("bound", "gaussian"),
+        ),
+        Option(
+            "--item-effects",
+            "item_effects",
+            "an effect per item added to the features' utility, its variance learnt: auto "
+            "(default: on when every query offers 3+ items and --method is bound), on, off",
+            {"auto": "auto", "on": True, "off": False}.__getitem__,
+            choices=("auto", "on", "off"),
         ),
         Option("--shape", "shape", "Gamma prior shape a", positive_float("--shape")),
         Option("--rate", "rate", "Gamma prior rate b", non_negative_float("--rate")),
@@ -187,11 +196,18 @@ def add_next_verb(actions) -> None:
     verb.add_argument(
         "--strategy",
         default="auto",
-        choices=("auto", *PAIR_QUESTION_VALUES),
+        choices=("auto", "top", *PAIR_QUESTION_VALUES),
         help="how to order the sets after the never-shown items (default auto: information, "
-        "the expected information gain about the utilities, best first; power: drawn with "
-        "probability proportional to it; mixed: best first and uniform draws alternating; "
-        "uncertainty: the entropy of the predicted choice; random)",
+        "the expected information gain about the utilities, best first; top: a batch that "
+        "most lowers the uncertainty of which --top-k items are best (pl-vi with --features); "
+        "power: drawn with probability proportional to the information gain; mixed: best first "
+        "and uniform draws alternating; uncertainty: the entropy of the predicted choice; "
+        "random)",
+    )
+    verb.add_argument(
+        "--top-k",
+        default="10",
+        help="for --strategy top: how many best items matter (default 10)",
     )
     verb.add_argument(
         "--confidence",
@@ -213,6 +229,7 @@ def run_next(args: argparse.Namespace) -> None:
 
     n = positive_int("--n")(args.n)
     draws = positive_int("--draws")(args.draws)
+    top_k = positive_int("--top-k")(args.top_k)
     confidence = None if args.confidence is None else open_unit("--confidence")(args.confidence)
     model = FAMILY.make_model(args)
     if model.tags.posterior == "point":
@@ -237,6 +254,7 @@ def run_next(args: argparse.Namespace) -> None:
         strategy=strategy,
         confidence=confidence,
         n_draws=draws,
+        top_k=top_k,
         random_state=args.seed,
     )
     if len(chosen) == 0:
@@ -256,9 +274,18 @@ def run_next(args: argparse.Namespace) -> None:
             f"{type(model).__name__}: {rankings.n_queries} queries of {rankings.n_items} "
             f"items; wrote {len(chosen)} set(s) of {len(candidates)} candidates to "
             f"{args.out or 'stdout'} ({int(chosen['new_items'].sum())} never-shown item(s) "
-            f"among them; information gain of the first {chosen['score'].iloc[0]:.4g} nats)"
+            f"among them; {_score_words(strategy)} of the first {chosen['score'].iloc[0]:.4g})"
         ],
     )
+
+
+def _score_words(strategy: str) -> str:
+    """What ``score`` holds under ``strategy`` (see ``suggest_sets``)."""
+    if strategy == "top":
+        return "fall of the top set's weighted utility variance"
+    if strategy == "uncertainty":
+        return "predictive entropy (nats)"
+    return "information gain (nats)"
 
 
 def _candidates(args: argparse.Namespace, rankings):

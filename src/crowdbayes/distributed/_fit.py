@@ -102,6 +102,13 @@ def _load_parquet(path, name: str, columns: Columns):
     return check_partition(read_parquet_partition(path, columns), name, columns)
 
 
+def _encode_file(path, name: str, columns: Columns, vocabulary) -> EncodedPartition:
+    """Read and encode one Parquet file in one task: the rows never wait in worker memory as a
+    task result (a worker may run reads ahead of the slower encodings, and at 65 MB a file
+    those rows outgrew the encoded data)."""
+    return encode_partition(_load_parquet(path, name, columns), name, columns, vocabulary)
+
+
 def _tree_sum(items: list, fan_in: int):
     """Sum statistics in a tree of ``add_stats`` tasks (depth log_fan_in of the partitions)."""
     from dask import delayed
@@ -115,7 +122,8 @@ def _tree_sum(items: list, fan_in: int):
 
 
 def _sources(source, columns: Columns) -> list[tuple[str, object]]:
-    """(name, delayed checked DataFrame) per partition of a Dask DataFrame or Parquet files."""
+    """(name, delayed checked DataFrame) per partition of a Dask DataFrame or Parquet files
+    (for files, the task's first argument is the path: :func:`_file_paths`)."""
     import dask.dataframe as dd
     from dask import delayed
 
@@ -135,6 +143,15 @@ def _sources(source, columns: Columns) -> list[tuple[str, object]]:
         (f"file {path}", delayed(_load_parquet, pure=True)(str(path), f"file {path}", columns))
         for path in parquet_files(source)
     ]
+
+
+def _file_paths(source) -> list[str] | None:
+    """The Parquet paths behind :func:`_sources`' partitions, None for a Dask DataFrame."""
+    import dask.dataframe as dd
+
+    if isinstance(source, dd.DataFrame):
+        return None
+    return [str(path) for path in parquet_files(source)]
 
 
 def _share(name: str, value):
@@ -233,7 +250,13 @@ def fit_distributed(
     2. unless ``grouped`` (the caller promises every task's labels lie in one partition, e.g.
        files written by task), the rows are hash-shuffled by task (``DataFrame.shuffle``);
     3. each partition is encoded with the global codes into a compact count matrix (kept in
-       worker memory when ``persist``, else re-read and re-encoded every pass: out-of-core);
+       worker memory when ``persist``, else re-read and re-encoded every pass: out-of-core).
+       What is kept is about 4.5 bytes per label at 10 labels per task (int32 column indices
+       and row pointers, the workers per task in a byte, no float counts when every count is
+       1, consecutive task ids as a range: :class:`~._partitions.EncodedPartition`), so a
+       billion labels need about 2.3 GB of worker memory in all; each pass rebuilds one
+       partition's block at a time, with the same count matrix (the same statistics, bit for
+       bit);
     4. every iteration broadcasts the globals, maps ``model.local_stats`` over the partitions,
        sums the statistics in a tree of fan-in ``fan_in`` and runs ``model.global_update`` on
        the client, under the same driver and stopping rule as ``model.fit``;
@@ -315,8 +338,10 @@ def fit_distributed(
             )
         frames = [frame for _, frame in sources]
         names = [name for name, _ in sources]
-        if grouped and not disjoint_task_ranges([p[4] for p in parts]):
-            _check_grouped(client, frames, columns.task, fan_in)
+        paths = _file_paths(source) if grouped else None
+        if grouped:  # the promise is checked, exactly where the task-id ranges overlap
+            if not disjoint_task_ranges([p[4] for p in parts]):
+                _check_grouped(client, frames, columns.task, fan_in)
         else:
             import dask.dataframe as dd
 
@@ -327,10 +352,16 @@ def fit_distributed(
             frames = shuffled.to_delayed()
             names = [f"shuffled partition {i}" for i in range(len(frames))]
         shared_vocabulary = _share("vocabulary", vocabulary)
-        encoded = [
-            delayed(encode_partition, pure=True)(frame, name, columns, shared_vocabulary)
-            for name, frame in zip(names, frames, strict=True)
-        ]
+        if paths is not None:  # files: read and encoded in one task
+            encoded = [
+                delayed(_encode_file, pure=True)(path, name, columns, shared_vocabulary)
+                for path, name in zip(paths, names, strict=True)
+            ]
+        else:
+            encoded = [
+                delayed(encode_partition, pure=True)(frame, name, columns, shared_vocabulary)
+                for name, frame in zip(names, frames, strict=True)
+            ]
         if persist:
             encoded = client.persist(encoded)
         shared_model = _share("model", _clone(model))

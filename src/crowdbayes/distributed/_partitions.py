@@ -10,6 +10,7 @@ from __future__ import annotations
 import glob
 import os
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 import numpy as np
@@ -29,6 +30,7 @@ __all__ = [
     "partition_vocabulary",
     "merge_vocabularies",
     "disjoint_task_ranges",
+    "id_range",
     "encode_partition",
     "partition_task_results",
 ]
@@ -54,14 +56,172 @@ class Vocabulary(LabelIds):
     gold: pd.Series | None = None
 
 
+class _MatrixBlock(LabelBlock):
+    """A :class:`LabelBlock` known by its count matrix alone (as after
+    :meth:`LabelBlock.compact`), with the workers per task given: what a pass over a stored
+    partition computes with."""
+
+    def __init__(self, matrix, workers_per_task: np.ndarray, n_labels: int, n_classes: int, gold):
+        n_tasks, n_columns = matrix.shape
+        super().__init__(
+            None,
+            None,
+            None,
+            n_tasks=n_tasks,
+            n_workers=n_columns // n_classes,
+            n_classes=n_classes,
+            gold_codes=gold,
+        )
+        self._n_labels = n_labels
+        self._matrix = matrix
+        self._workers_per_task = workers_per_task
+
+    @cached_property
+    def count_matrix(self):
+        return self._matrix
+
+    @cached_property
+    def column_totals(self) -> np.ndarray:
+        """Labels per count-matrix column, from the matrix (the same integers as from the
+        codes)."""
+        matrix = self._matrix
+        return np.bincount(matrix.indices, weights=matrix.data, minlength=matrix.shape[1])
+
+    @cached_property
+    def workers_per_task(self) -> np.ndarray:
+        return self._workers_per_task.astype(np.int64)
+
+
+#: a per-process read-only vector of ones, grown as needed: the count-matrix data of every
+#: partition whose counts are all 1 (one label per task–worker pair, the usual case)
+_ONES = [np.ones(0)]
+
+
+def _ones(n: int) -> np.ndarray:
+    if len(_ONES[0]) < n:
+        ones = np.ones(n)
+        ones.flags.writeable = False
+        _ONES[0] = ones
+    return _ONES[0][:n]
+
+
+def _smallest_uint(values: np.ndarray) -> np.ndarray:
+    top = int(values.max()) if len(values) else 0
+    for dtype in (np.uint8, np.uint16, np.uint32):
+        if top <= np.iinfo(dtype).max:
+            return values.astype(dtype)
+    return values.astype(np.uint64)
+
+
+def _workers_per_task(block: LabelBlock) -> np.ndarray:
+    """:attr:`LabelBlock.workers_per_task`, in one comparison when no worker gives two
+    labels to a task (two entries of a row with the same worker, adjacent as the columns
+    ``j·K + x`` are sorted): then a row's entries are its workers."""
+    matrix = block.count_matrix
+    if not matrix.has_sorted_indices or matrix.nnz == 0:
+        return block.workers_per_task
+    worker = matrix.indices // block.n_classes
+    repeated = worker[1:] == worker[:-1]
+    starts = matrix.indptr[1:-1]
+    repeated[starts[(starts > 0) & (starts < matrix.nnz)] - 1] = False  # across two rows
+    if repeated.any():
+        return block.workers_per_task
+    return np.diff(matrix.indptr)
+
+
+def _index_array(values: np.ndarray, bound: int) -> np.ndarray:
+    """``values`` (CSR row pointers or column indices, all <= ``bound``) as int32 if they fit."""
+    return values.astype(np.int32 if bound < 2**31 else np.int64, copy=False)
+
+
 @dataclass
 class EncodedPartition:
-    """One partition's encoded labels: its task ids (local task code ``i`` is ``task_ids[i]``) and
-    a compact :class:`LabelBlock` (count matrix only)."""
+    """One partition's encoded labels, in the form kept in worker memory between passes.
+
+    What a pass needs is the partition's count matrix ``A`` (``A[i, jK+x]``: how often worker
+    ``j`` said ``x`` on local task ``i``, global worker and class codes), its workers per task
+    and gold codes; the task ids are needed once, for the output. They are kept compactly:
+
+    - the CSR column indices and row pointers as int32 (4 bytes per label, 4 per task);
+    - the counts only when some count is not 1 (else a shared read-only vector of ones);
+    - the workers per task in the smallest unsigned type (1 byte per task for < 256);
+    - the task ids as ``(first, count)`` when they are consecutive integers (files written
+      by task), else as the array;
+    - the gold codes only when some task has one.
+
+    That is about 5 bytes per label at 10 labels per task, against 15 for the
+    :class:`LabelBlock`'s float64 counts, int64 row pointers, gold codes and workers per task
+    (measured in ``benchmarks/scale/scale_dask.py``). :attr:`block` rebuilds a
+    :class:`LabelBlock` with the same count matrix (the same arrays' values, so the same
+    statistics, bit for bit) for each pass; its temporaries are one partition's.
+    """
 
     name: str
-    task_ids: np.ndarray
-    block: LabelBlock
+    n_labels: int
+    n_classes: int
+    shape: tuple[int, int]
+    indptr: np.ndarray
+    indices: np.ndarray
+    data: np.ndarray | None
+    sorted_indices: bool
+    workers_per_task: np.ndarray
+    task_range: tuple[int, int] | None
+    task_array: np.ndarray | None
+    gold: np.ndarray | None
+
+    @classmethod
+    def from_block(cls, name: str, task_ids, block: LabelBlock) -> EncodedPartition:
+        """Keep what :attr:`block` needs of a (compacted) block and its task ids."""
+        matrix = block.count_matrix
+        data = None if bool((matrix.data == 1.0).all()) else np.asarray(matrix.data, np.float64)
+        task_ids = np.asarray(task_ids)
+        task_range = None
+        if task_ids.dtype.kind in "iu" and len(task_ids):
+            first = int(task_ids[0])
+            if bool(np.all(np.diff(task_ids) == 1)):
+                task_range = (first, len(task_ids))
+        gold = block.gold_codes if block.has_gold else None
+        return cls(
+            name=name,
+            n_labels=block.n_labels,
+            n_classes=block.n_classes,
+            shape=matrix.shape,
+            indptr=_index_array(matrix.indptr, int(matrix.nnz)),
+            indices=_index_array(matrix.indices, matrix.shape[1]),
+            data=data,
+            sorted_indices=bool(matrix.has_sorted_indices),
+            workers_per_task=_smallest_uint(_workers_per_task(block)),
+            task_range=task_range,
+            task_array=None if task_range is not None else task_ids,
+            gold=gold,
+        )
+
+    @property
+    def task_ids(self) -> np.ndarray:
+        """The partition's task ids: local task code ``i`` is ``task_ids[i]``."""
+        if self.task_range is None:
+            return self.task_array
+        first, count = self.task_range
+        return np.arange(first, first + count, dtype=np.int64)
+
+    @property
+    def block(self) -> LabelBlock:
+        """A :class:`LabelBlock` of the stored count matrix (a new one at each call)."""
+        import scipy.sparse as sp
+
+        data = _ones(len(self.indices)) if self.data is None else self.data
+        matrix = sp.csr_matrix((data, self.indices, self.indptr), shape=self.shape, copy=False)
+        matrix.has_sorted_indices = self.sorted_indices  # known when stored: no check per pass
+        wpt = self.workers_per_task
+        return _MatrixBlock(matrix, wpt, self.n_labels, self.n_classes, self.gold)
+
+    def nbytes(self) -> int:
+        """Bytes of the arrays kept."""
+        arrays = (self.indptr, self.indices, self.data, self.workers_per_task, self.task_array)
+        return sum(a.nbytes for a in (*arrays, self.gold) if a is not None)
+
+    def __sizeof__(self) -> int:  # Dask's count of the memory it manages
+        return self.nbytes() + 1024
 
 
 def parquet_files(source: str | os.PathLike, what: str = "labels") -> list[Path]:
@@ -134,13 +294,20 @@ def partition_vocabulary(
     labels = frame[columns.label].to_numpy()
     if classes is not None:
         _check_labels(classes.get_indexer(labels), labels, classes, name)
-    tasks = frame[columns.task]
-    try:
-        task_range = (tasks.min(), tasks.max()) if len(tasks) else None
-    except TypeError:
-        task_range = None
     workers = pd.unique(frame[columns.worker])
-    return workers, pd.unique(labels), len(frame), frame.iloc[:0], task_range
+    # the schema as an empty copy: a slice (``iloc[:0]``) is a view that would keep the whole
+    # partition alive on the worker until every partition's vocabulary is gathered
+    schema = frame.iloc[:0].copy()
+    return workers, pd.unique(labels), len(frame), schema, id_range(frame[columns.task])
+
+
+def id_range(ids: pd.Series) -> tuple | None:
+    """(smallest, largest) of a partition's ids (tasks, queries); None when it is empty or the
+    ids do not sort (input for :func:`disjoint_task_ranges`)."""
+    try:
+        return (ids.min(), ids.max()) if len(ids) else None
+    except TypeError:
+        return None
 
 
 def disjoint_task_ranges(ranges: list[tuple | None]) -> bool:
@@ -227,7 +394,7 @@ def encode_partition(
         gold_codes=gold_codes,
     )
     block.compact()
-    return EncodedPartition(name=name, task_ids=np.asarray(task_ids), block=block)
+    return EncodedPartition.from_block(name, task_ids, block)
 
 
 def partition_task_results(

@@ -33,6 +33,7 @@ __all__ = [
     "GammaFactor",
     "cholesky_inverse",
     "natural_gradient_step",
+    "natural_step",
     "learning_rate",
     "prior_quadratic",
     "gaussian_prior_kl",
@@ -125,14 +126,34 @@ def natural_gradient_step(
     # rows may be single precision (the mini-batch products), the factor stays double
     root = np.sqrt(np.maximum(precision_weights, 0.0)).astype(rows.dtype)[:, None]
     weighted = np.multiply(rows, root, out=scratch)
-    precision = np.add(prior_precision, weighted.T @ weighted, dtype=np.float64)
-    linear = (rows.T @ (linear_weights * targets).astype(rows.dtype)).astype(np.float64)
+    # syrk's product is exactly symmetric, as natural_step needs
+    return natural_step(
+        previous,
+        prior_precision,
+        weighted.T @ weighted,
+        (rows.T @ (linear_weights * targets).astype(rows.dtype)).astype(np.float64),
+        rho,
+    )
+
+
+def natural_step(
+    previous: GaussianFactor,
+    prior_precision: np.ndarray,
+    data_precision: np.ndarray,
+    data_linear: np.ndarray,
+    rho: float,
+) -> GaussianFactor:
+    """The step of :func:`natural_gradient_step` from the observations' terms already summed:
+    ``S⁻¹ = (1 - ρ) S_prev⁻¹ + ρ (P₀ + data_precision)``,
+    ``S⁻¹ m = (1 - ρ) S_prev⁻¹ m_prev + ρ data_linear``. ``prior_precision`` and
+    ``data_precision`` must be exactly symmetric (the result is then symmetric without
+    symmetrising: a previous factor's precision is symmetrised on construction)."""
+    precision = np.add(prior_precision, data_precision, dtype=np.float64)
+    linear = data_linear
     if rho < 1.0:
         precision *= rho
         precision += (1.0 - rho) * previous.precision
         linear = (1.0 - rho) * previous.linear + rho * linear
-    # syrk's product is exactly symmetric, so the result is for a symmetric prior (required)
-    # and a previous factor's precision (symmetrised on construction)
     return GaussianFactor(precision, linear, symmetric=True)
 
 

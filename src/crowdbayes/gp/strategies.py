@@ -52,7 +52,7 @@ from .laplace import LaplaceResult, laplace_approximation
 from .likelihood import PairCounts
 from .problem import PreferenceProblem, UtilityFit, linearised_bound
 from .sparse_ep import InducingBasis, SparseEPResult, sparse_ep
-from .svi import run_svi, stochastic_variational_inference
+from .svi import resolve_batch_size, run_svi, stochastic_variational_inference
 from .vi import variational_inference
 
 if TYPE_CHECKING:
@@ -151,12 +151,14 @@ class _FixedScale(_AtTheItems):
 @dataclass(frozen=True)
 class SVI(_LinearisedBound):
     """Stochastic variational inference with ``n_inducing`` K-means inducing points, mini-batches
-    of ``batch_size`` comparisons (None: all), steps ``ρ_n = (n + delay)^{-forgetting_rate}``,
+    of ``batch_size`` comparisons (None: all; ``"auto"``: all where that costs less than a
+    pass of mini-batches, :func:`~.svi.resolve_batch_size`), steps
+    ``ρ_n = (n + delay)^{-forgetting_rate}``,
     ``n_inner`` relinearisations per mini-batch, ``max_iter`` iterations and tolerance ``tol``
     on the change per pass through the data (:mod:`.svi`)."""
 
     n_inducing: int = 200
-    batch_size: int | None = 1000
+    batch_size: int | str | None = 1000
     forgetting_rate: float = 0.9
     delay: float = 1.0
     n_inner: int = 2
@@ -166,7 +168,7 @@ class SVI(_LinearisedBound):
     default_warn_name: ClassVar[str | None] = "SVI"
 
     def __post_init__(self) -> None:
-        batch = 1 if self.batch_size is None else self.batch_size
+        batch = 1 if self.batch_size in (None, "auto") else self.batch_size
         if min(self.n_inducing, self.n_inner, batch) < 1:
             raise ValueError("SVI: n_inducing, n_inner and batch_size must be at least 1")
         if not (0.0 <= self.forgetting_rate <= 1.0 and self.delay >= 0.0):
@@ -174,6 +176,11 @@ class SVI(_LinearisedBound):
 
     def inducing_points(self, X_train: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         return kmeans_inducing_points(X_train, self.n_inducing, random_state=rng)
+
+    def batch_for(self, n_items: int, n_pairs: int, n_inducing: int) -> int | None:
+        """The mini-batch size of a fit to ``n_pairs`` comparisons of ``n_items`` items with
+        ``n_inducing`` inducing points (None: all; :func:`~.svi.resolve_batch_size`)."""
+        return resolve_batch_size(self.batch_size, n_items, n_pairs, n_inducing)
 
     def run(
         self,
@@ -187,7 +194,10 @@ class SVI(_LinearisedBound):
         warn_name: str | None = "SVI",
         change: Callable[[object, object], float] | None = None,
     ) -> IterationResult:
-        """The mini-batch schedule (:func:`~.svi.run_svi`) around a model's own ``update``."""
+        """The mini-batch schedule (:func:`~.svi.run_svi`) around a model's own ``update``;
+        ``batch_size="auto"`` must be resolved first (:meth:`batch_for`)."""
+        if self.batch_size == "auto":
+            raise ValueError("SVI.run: resolve batch_size='auto' first (SVI.batch_for)")
         return run_svi(
             update,
             monitored,

@@ -17,6 +17,11 @@ the rows of a proper mini-batch in single precision, :data:`BATCH_DTYPE`). Then 
 updated (2020, Eq. 15; draft Eqs. 6–7): ``a = a₀ + M/2``,
 ``b = b₀ + ½ tr(K_mm⁻¹ (S + m mᵀ))``, ``ŝ = a/b``, ``E[ln s] = ψ(a) - ln b``.
 
+A step over every comparison (``batch_size`` None, or ``"auto"`` where that pays:
+:func:`resolve_batch_size`) takes the same step sizes, with its products computed through the
+compared items where that is cheaper (:class:`~.item_gram.ItemGram`: ``O(N M² + P M)`` in
+place of ``O(P M²)``, the same numbers up to rounding).
+
 :func:`run_svi` is the mini-batch driver any model with natural-gradient updates can use
 (crowdGPPL runs its block updates through it); :func:`stochastic_variational_inference` is
 the update of a single GP utility.
@@ -30,12 +35,25 @@ from collections.abc import Callable
 import numpy as np
 
 from ..inference.driver import IterationResult, run_iterations
-from .factors import GammaFactor, GaussianFactor, learning_rate, natural_gradient_step
+from .factors import (
+    GammaFactor,
+    GaussianFactor,
+    learning_rate,
+    natural_gradient_step,
+    natural_step,
+)
 from .inducing import InducingProjection
+from .item_gram import ItemGram
 from .linearised import probit_linearisation, relative_change
 from .problem import PreferenceProblem
 
-__all__ = ["BATCH_DTYPE", "run_svi", "stochastic_variational_inference"]
+__all__ = [
+    "AUTO_BATCH",
+    "BATCH_DTYPE",
+    "resolve_batch_size",
+    "run_svi",
+    "stochastic_variational_inference",
+]
 
 #: precision of the products with the ``(B, M)`` rows ``A_a - A_b`` of a mini-batch smaller
 #: than the data (``Rᵀ R`` by BLAS syrk, ``rows @ m``), as in crowdGPPL: their rounding
@@ -43,6 +61,30 @@ __all__ = ["BATCH_DTYPE", "run_svi", "stochastic_variational_inference"]
 #: Cholesky factors and inverses stay in double precision, and so does a full batch (no
 #: sampling noise: its fixed point is found to any tolerance).
 BATCH_DTYPE = np.float32
+
+#: the mini-batch of ``batch_size="auto"`` where full batches do not pay
+#: (:func:`resolve_batch_size`)
+AUTO_BATCH = 1000
+
+
+def resolve_batch_size(
+    batch_size: int | str | None, n_items: int, n_pairs: int, n_inducing: int
+) -> int | None:
+    """``batch_size`` as :func:`run_svi` takes it, for ``n_pairs`` comparisons of ``n_items``
+    items and ``n_inducing`` inducing points.
+
+    ``"auto"`` means every comparison in every step (None) where such a step, computed through
+    the items (:class:`~.item_gram.ItemGram`, ``O(N M² + P M)``), costs fewer operations than
+    one pass through the comparisons row by row (``O(P M²)``, what a pass of mini-batches
+    costs), and mini-batches of :data:`AUTO_BATCH` otherwise. A full-batch step has no
+    sampling noise, so it meets the tolerance in a handful of steps where mini-batches need
+    tens of passes (4 steps against 20 passes of 10 mini-batches on 10,000 comparisons of
+    1,000 items, ``benchmarks/prefs/results/prefs_speed.md``): a step that costs less than a
+    pass finishes sooner.
+    """
+    if batch_size != "auto":
+        return batch_size
+    return None if ItemGram.cheaper(n_items, n_pairs, n_inducing) else AUTO_BATCH
 
 
 def run_svi(
@@ -110,8 +152,9 @@ def stochastic_variational_inference(
 
     ``start = (factor, scale)`` warm-starts it (else ``q(s)`` is the prior and ``q(u)`` its
     prior ``N(0, K_mm/E[s])``); ``schedule`` holds :func:`run_svi`'s keyword arguments
-    (``batch_size``, ``delay``, ``forgetting_rate``, ``max_iter``, ``tol``, ``progress``,
-    ``desc``, ``warn_name``). Returns ``(q(u), q(s), iterations)``.
+    (``batch_size``, which may also be ``"auto"``: :func:`resolve_batch_size`; ``delay``,
+    ``forgetting_rate``, ``max_iter``, ``tol``, ``progress``, ``desc``, ``warn_name``).
+    Returns ``(q(u), q(s), iterations)``.
     """
     pairs = problem.pairs
     alpha = problem.alpha
@@ -124,35 +167,68 @@ def stochastic_variational_inference(
     noise_var = problem.noise_var
     # A for every compared item: memory O(N M), independent of the number of comparisons
     A = projection.weights(problem.X_items)
-    left, right = problem.left, problem.right
     state = {"factor": factor, "scale": scale}
-    size = schedule.get("batch_size")
-    batch = _BatchRows(A, BATCH_DTYPE if size is not None and size < len(pairs.y) else np.float64)
+    size = resolve_batch_size(
+        schedule.pop("batch_size", None), len(A), len(pairs.y), projection.n_inducing
+    )
+    full = size is None or size >= len(pairs.y)
+    products = _pair_products(A, problem.left, problem.right, full)
 
     def update(rho: float, rows_idx, weight: float) -> None:
         old, scale = state["factor"], state["scale"]
-        rows = batch.rows(left[rows_idx], right[rows_idx])
+        products.select(rows_idx)
         y, q = pairs.y[rows_idx], noise_var[rows_idx]
         prior_precision = scale.mean * projection.K_inv
         current = old
         for _ in range(n_inner):
-            d_hat = (rows @ current.mean.astype(rows.dtype)).astype(np.float64)
+            d_hat = products.differences(current.mean)
             p, g = probit_linearisation(d_hat, alpha)
-            current = natural_gradient_step(
+            current = products.step(
                 old,
                 prior_precision,
-                rows,
                 weight * g * g / q,
                 weight * g / q,
                 y - p + g * d_hat,
                 rho,
-                scratch=batch.scratch,
             )
         state["scale"] = prior_scale.update(projection.K_inv, current)
         state["factor"] = current
 
-    result = run_svi(update, lambda: state["factor"].mean, len(pairs.y), rng, **schedule)
+    result = run_svi(
+        update, lambda: state["factor"].mean, len(pairs.y), rng, batch_size=size, **schedule
+    )
     return state["factor"], state["scale"], result
+
+
+def _pair_products(A: np.ndarray, left: np.ndarray, right: np.ndarray, full: bool):
+    """The products of the SVI steps: through the items (:class:`~.item_gram.ItemGram`) for a
+    ``full`` batch where that is cheaper, else row by row (:class:`_BatchRows`; single
+    precision for a mini-batch smaller than the data)."""
+    if full and ItemGram.cheaper(len(A), len(left), A.shape[1]):
+        return _ItemProducts(ItemGram(A, left, right))
+    return _BatchRows(A, left, right, np.float64 if full else BATCH_DTYPE)
+
+
+class _ItemProducts:
+    """A full-batch step through the items (:class:`~.item_gram.ItemGram`)."""
+
+    def __init__(self, gram: ItemGram) -> None:
+        self.gram = gram
+
+    def select(self, rows_idx) -> None:
+        """Every step takes all comparisons (``rows_idx`` is ``slice(None)``)."""
+
+    def differences(self, mean: np.ndarray) -> np.ndarray:
+        return self.gram.differences(mean)
+
+    def step(self, old, prior_precision, precision_weights, linear_weights, targets, rho):
+        return natural_step(
+            old,
+            prior_precision,
+            self.gram.gram(np.maximum(precision_weights, 0.0)),
+            self.gram.project(linear_weights * targets),
+            rho,
+        )
 
 
 class _BatchRows:
@@ -161,15 +237,33 @@ class _BatchRows:
     fresh arrays of the mini-batch's size every iteration, the allocator hands the memory back
     to the system and takes it again, a page fault per 4 KiB: more time than the arithmetic)."""
 
-    def __init__(self, A: np.ndarray, dtype=np.float64) -> None:
+    def __init__(self, A: np.ndarray, left: np.ndarray, right: np.ndarray, dtype) -> None:
         self.A = A.astype(dtype, copy=False)
+        self.left, self.right = left, right
         self._rows = self._other = self.scratch = None
 
-    def rows(self, left: np.ndarray, right: np.ndarray) -> np.ndarray:
+    def select(self, rows_idx) -> None:
+        """Gather the rows of the comparisons ``rows_idx`` (a slice or positions)."""
+        left, right = self.left[rows_idx], self.right[rows_idx]
         n = len(left)
         if self._rows is None or len(self._rows) != n:
             shape = (n, self.A.shape[1])
             self._rows, self._other, self.scratch = (np.empty(shape, self.A.dtype) for _ in "abc")
         np.take(self.A, left, axis=0, out=self._rows)
         np.take(self.A, right, axis=0, out=self._other)
-        return np.subtract(self._rows, self._other, out=self._rows)
+        np.subtract(self._rows, self._other, out=self._rows)
+
+    def differences(self, mean: np.ndarray) -> np.ndarray:
+        return (self._rows @ mean.astype(self._rows.dtype)).astype(np.float64)
+
+    def step(self, old, prior_precision, precision_weights, linear_weights, targets, rho):
+        return natural_gradient_step(
+            old,
+            prior_precision,
+            self._rows,
+            precision_weights,
+            linear_weights,
+            targets,
+            rho,
+            scratch=self.scratch,
+        )

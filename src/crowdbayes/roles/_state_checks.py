@@ -56,6 +56,8 @@ class _Refused(ValueError):
 def restore(cls: type[Estimator], params: dict, state: dict, path: Any) -> Estimator:
     """The estimator ``cls(**params)`` with ``state`` set, every check of the module docstring
     passed; anything else raises one ``ValueError`` naming ``path``."""
+    # a file written before a parameter existed was fitted as the model that value gives
+    params = {**{k: v for k, v in cls._added_params.items() if k not in params}, **params}
     try:
         check_param_names(cls, params)
         model = cls(**params)

@@ -115,6 +115,26 @@ def test_minibatch_svi_approaches_vi(small, vi_fit):
     assert np.max(np.abs(a - b)) < 0.15 * np.max(np.abs(b))
 
 
+def test_auto_batch_takes_full_batches_on_many_comparisons_per_item():
+    """With many comparisons per item the default batch ("auto") is the full batch (the same
+    fit as ``batch_size=None``), which meets the tolerance in a few steps where mini-batches
+    take many passes; both are near the optimum (a full-batch fit to a tight tolerance)."""
+    comparisons, items, _ = simulate(n_items=60, n_pairs=1500, seed=3)
+    options = {"n_inducing": 30, "random_state": 0}
+    auto = GPPL(**options).fit(comparisons, items)
+    full = GPPL(batch_size=None, **options).fit(comparisons, items)
+    pd.testing.assert_frame_equal(auto.utility_, full.utility_, check_exact=True)
+    assert auto.converged_ and auto.n_iter_ <= 10
+    mini = GPPL(batch_size=100, **options).fit(comparisons, items)
+    assert mini.converged_ and mini.n_iter_ > 5 * auto.n_iter_
+    tight = GPPL(batch_size=None, forgetting_rate=0.0, tol=1e-8, max_iter=500, **options)
+    tight.fit(comparisons, items)
+    left, right = comparisons["left"], comparisons["right"]
+    optimum = tight.predict_proba(left, right)
+    assert np.abs(auto.predict_proba(left, right) - optimum).max() < 0.03
+    assert np.abs(mini.predict_proba(left, right) - optimum).max() < 0.06
+
+
 def test_vi_posterior_means_close_to_ep_and_laplace(small, vi_fit):
     """The linearised likelihood shrinks utilities a little relative to EP (≈10% here);
     the ordering and the shape agree closely."""
@@ -247,7 +267,10 @@ def test_errors_and_warnings(small):
         GPPL().predict_proba([0], [1])
     for params, message in [
         ({"n_inducing": 0}, "'n_inducing' must be an integer in [1, inf); got 0"),
-        ({"batch_size": 0}, "'batch_size' must be an integer in [1, inf) or None; got 0"),
+        (
+            {"batch_size": 0},
+            "'batch_size' must be one of 'auto' or an integer in [1, inf) or None; got 0",
+        ),
         ({"forgetting_rate": 2.0}, "'forgetting_rate' must be a number in [0, 1]; got 2.0"),
         ({"ties": "keep"}, "'ties' must be one of 'drop', 'half'; got 'keep'"),
         ({"noise": 0.0}, "'noise' must be a number in (0, inf); got 0.0"),

@@ -142,7 +142,8 @@ def replicate_probas(labels: Labels, n_replicates: int, **options) -> tuple[np.n
     """Mean and Monte Carlo standard error of probas_ over independent seeds."""
     runs, relabelled = [], 0
     for seed in range(n_replicates):
-        model = HierarchicalAnnotation(random_state=1000 + seed, **options).fit(labels)
+        model = HierarchicalAnnotation(random_state=1000 + seed, calibrate=False, **options)
+        model.fit(labels)
         runs.append(model.probas_.to_numpy())
         relabelled += int(model.n_relabelled_.sum())
     runs = np.array(runs)

@@ -439,6 +439,7 @@ def test_feature_models_need_features():
     "model, with_features",
     [
         (PlackettLuceVI(eta=0.5), True),
+        (PlackettLuceVI(eta=0.5, item_effects=True), True),
         (PlackettLuceMAP(eta=0.5), True),
         (PlackettLuceMM(shape=2.0, rate=1.0), False),
         (PlackettLuceGibbs(n_samples=30, n_warmup=5, random_state=1), False),

@@ -218,6 +218,9 @@ class GPPLBase(GPPreferenceBase):
         kernel = projection.kernel
         # the prior variance of a utility is 1/E[s] = b₀/a₀ per unit of kernel variance
         problem = self._problem(pairs, kernel, self.rate_s0 / self.shape_s0)
+        if isinstance(strategy, SVI):  # "auto" becomes a size for these data
+            batch = strategy.batch_for(len(pairs.items), len(pairs.y), projection.n_inducing)
+            strategy = dataclasses.replace(strategy, batch_size=batch)
         start = None
         if getattr(self, "optimize_lengthscale", False):
             if not hasattr(kernel, "with_lengthscale"):

@@ -14,9 +14,10 @@ from __future__ import annotations
 import numpy as np
 
 from ..._utils import RandomState
+from ...base import Options
 from ...gp import SVI, VI, Laplace
 from ...kernels import Kernel
-from ._base import constraints_of
+from ._base import SHARED_CONSTRAINTS, constraints_of
 from ._gppl import GPPLBase
 
 __all__ = ["GPPL", "GPPLVI", "GPPLLaplace"]
@@ -47,8 +48,12 @@ class GPPL(GPPLBase):
     {shared}
     n_inducing : int
         Number of K-means inducing points (all distinct items if there are fewer).
-    batch_size : int or None
+    batch_size : int, None or "auto"
         Comparisons per SVI iteration (None: all, i.e. full-batch natural-gradient VI).
+        ``"auto"`` takes all of them where a step over all, computed through the compared
+        items (``O(N M² + P M)`` for ``N`` items and ``P`` comparisons), costs less than one
+        pass of mini-batches (``O(P M²)``; roughly: more than two comparisons per item), and
+        mini-batches of 1000 otherwise (:func:`crowdbayes.gp.svi.resolve_batch_size`).
     forgetting_rate, delay : float
         Step sizes ``ρ_n = (n + delay)^{-forgetting_rate}``.
     max_iter, tol : int, float
@@ -82,7 +87,6 @@ class GPPL(GPPLBase):
         "kernel",
         "lengthscale",
         "n_inducing",
-        "batch_size",
         "forgetting_rate",
         "delay",
         "shape_s0",
@@ -95,6 +99,7 @@ class GPPL(GPPLBase):
         "optimize_lengthscale",
         "random_state",
         "progress",
+        batch_size=[Options("auto"), *SHARED_CONSTRAINTS["batch_size"]],
     )
 
     def __init__(
@@ -103,7 +108,7 @@ class GPPL(GPPLBase):
         lengthscale: str | float | np.ndarray = "auto",
         *,
         n_inducing: int = 200,
-        batch_size: int | None = 1000,
+        batch_size: int | str | None = "auto",
         forgetting_rate: float = 0.9,
         delay: float = 1.0,
         shape_s0: float = 2.0,

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from ...annotators.confusion_pass import most_probable_classes
 from ...annotators.questions import (
     QUESTION_VALUES,
     held_out_confusion,
@@ -268,7 +269,7 @@ class LabelModel(LabelAggregator):
         self.classes_ = labels.classes
         self.probas_ = pd.DataFrame(probas.T, index=labels.tasks, columns=labels.classes)
         self.labels_ = pd.Series(
-            labels.classes[np.argmax(probas, axis=0)], index=labels.tasks, name="label"
+            labels.classes[most_probable_classes(probas)], index=labels.tasks, name="label"
         )
 
     def _set_held_out_counts(self, labels: Labels, *, add: bool = False) -> None:

@@ -30,10 +30,16 @@ from ...annotators.ordinal import (
     worker_hessian,
 )
 
+#: pseudo-count per grade of the Dirichlet prior of a worker's random answers' distribution
+#: :math:`\xi_j` (Dirichlet(1 + this): its mode adds this count to each grade)
+RANDOM_GRADE_PSEUDO_COUNT = 1.0
+
 __all__ = [
+    "RANDOM_GRADE_PSEUDO_COUNT",
     "newton_worker_map",
     "predictive_log_confusion",
     "probit_counts",
+    "random_grades",
     "random_responsibilities",
     "worker_log_confusion",
     "worker_update",
@@ -106,12 +112,25 @@ def predictive_log_confusion(params: np.ndarray, sd: np.ndarray, n_classes: int)
 
 def random_responsibilities(params: np.ndarray, n_classes: int) -> np.ndarray:
     r"""(W, K, K) posterior probability that a label in cell (c, x) was a random answer,
-    :math:`\rho_{jcx} = (\epsilon_j/K) / ((1-\epsilon_j)\theta_{jcx} + \epsilon_j/K)`, for
-    ``params`` columns (bias, log-precision, random share :math:`\epsilon`)."""
-    share = params[:, 2][:, None, None]
-    probit = (1 - share) * np.exp(ordinal_log_confusion(params[:, :2], n_classes))
-    uniform = share / n_classes
-    return uniform / (uniform + probit)
+    :math:`\rho_{jcx} = \epsilon_j\xi_{jx} / ((1-\epsilon_j)\theta_{jcx} + \epsilon_j\xi_{jx})`,
+    for ``params`` columns (bias, log-precision, random share :math:`\epsilon`, then the random
+    answers' distribution :math:`\xi_j`, :func:`random_grades`)."""
+    probit = np.exp(ordinal_log_confusion(params[:, :2], n_classes))
+    return _responsibilities(probit, params[:, 2], random_grades(params, n_classes))
+
+
+def _responsibilities(probit: np.ndarray, share: np.ndarray, spam: np.ndarray) -> np.ndarray:
+    """:func:`random_responsibilities` from the probit matrices, shares and (W, 1, K) ξ."""
+    random = share[:, None, None] * spam
+    return random / (random + (1 - share[:, None, None]) * probit)
+
+
+def random_grades(params: np.ndarray, n_classes: int) -> np.ndarray:
+    r"""(W, 1, K) distribution :math:`\xi_j` of each worker's random answers: ``params``
+    columns 3 to 3 + K, uniform where there are none."""
+    if params.shape[1] >= 3 + n_classes:
+        return params[:, None, 3 : 3 + n_classes]
+    return np.full((len(params), 1, n_classes), 1.0 / n_classes)
 
 
 def probit_counts(params: np.ndarray, counts: np.ndarray) -> np.ndarray:
@@ -126,8 +145,10 @@ def worker_log_confusion(
     params: np.ndarray, n_classes: int, sd: np.ndarray | None = None
 ) -> np.ndarray:
     r"""Log-confusion (workers, true, reported) of ordered-probit workers (``params`` columns
-    bias, log-precision) who answer uniformly at random with probability :math:`\epsilon_j`
-    (a third column, if any): :math:`\log((1-\epsilon_j)\theta_{jcx} + \epsilon_j/K)`. With
+    bias, log-precision) who, with probability :math:`\epsilon_j` (a third column, if any),
+    answer from their own distribution :math:`\xi_j` over the grades (the columns after it;
+    uniform when there are none, as in files saved before ξ):
+    :math:`\log((1-\epsilon_j)\theta_{jcx} + \epsilon_j\xi_{jx})`. With
     ``sd`` (the s.d. of bias and log-precision) :math:`\theta_j` is the predictive matrix
     (:func:`predictive_log_confusion`)."""
     if sd is None:
@@ -137,8 +158,9 @@ def worker_log_confusion(
     if params.shape[1] == 2:
         return log_probit
     share = params[:, 2][:, None, None]
+    random = share * random_grades(params, n_classes)
     with np.errstate(divide="ignore"):
-        return np.log((1 - share) * np.exp(log_probit) + share / n_classes)
+        return np.log((1 - share) * np.exp(log_probit) + random)
 
 
 def worker_update(
@@ -149,27 +171,34 @@ def worker_update(
 ) -> np.ndarray:
     r"""One M-step for every worker. Without ``share_prior``: :func:`newton_worker_map` on
     (bias, log-precision). With a Beta ``share_prior`` :math:`(a, b)` on the random share: one
-    ECM step (Meng & Rubin 1993) of the two-component worker, first the share by Newton on its
-    own log-posterior (:func:`_share_newton`), then the probit part's Newton step on the
-    counts it explains, :math:`n_{jcx}(1-\rho_{jcx})` with the responsibilities :math:`\rho`
-    of :func:`random_responsibilities`; each raises the log-posterior."""
+    ECM cycle (Meng & Rubin 1993) of the two-component worker, each step raising the
+    log-posterior with the others held: the share :math:`\epsilon_j` by Newton on its own
+    log-posterior (:func:`_share_newton`); the random answers' distribution by an EM step,
+    :math:`\xi_{jx} \propto \sum_c n_{jcx}\rho_{jcx} + a_\xi` (the Dirichlet(1 + a_ξ) mode,
+    :data:`RANDOM_GRADE_PSEUDO_COUNT`) with the responsibilities :math:`\rho` of
+    :func:`random_responsibilities`; then the probit part's Newton step on the counts it
+    explains, :math:`n_{jcx}(1-\rho_{jcx})`. ``params`` columns: bias, log-precision, share,
+    :math:`\xi_j` (K columns)."""
     if share_prior is None:
         return newton_worker_map(counts, params[:, :2], prior)
-    share = _share_newton(counts, params, share_prior)
-    params = np.column_stack([params[:, :2], share])
-    rho = random_responsibilities(params, counts.shape[1])
-    probit = newton_worker_map(counts * (1 - rho), params[:, :2], prior)
-    return np.column_stack([probit, share])
+    probit = np.exp(ordinal_log_confusion(params[:, :2], counts.shape[1]))
+    spam = random_grades(params, counts.shape[1])
+    share = _share_newton(counts, probit, params[:, 2], spam, share_prior)
+    random_counts = (counts * _responsibilities(probit, share, spam)).sum(axis=1)
+    random_counts += RANDOM_GRADE_PSEUDO_COUNT
+    spam = (random_counts / random_counts.sum(axis=1, keepdims=True))[:, None, :]
+    rho = _responsibilities(probit, share, spam)
+    bias_precision = newton_worker_map(counts * (1 - rho), params[:, :2], prior)
+    return np.column_stack([bias_precision, share, spam[:, 0]])
 
 
-def _share_log_posterior(counts, probit, share, share_prior):
+def _share_log_posterior(counts, probit, share, share_prior, spam):
     r"""Each worker's log-posterior in its random share :math:`\epsilon` (probit part fixed),
     with its first two derivatives."""
     a, b = share_prior
-    n_classes = counts.shape[1]
     e = share[:, None, None]
-    mixture = (1 - e) * probit + e / n_classes
-    slope = 1 / n_classes - probit
+    mixture = (1 - e) * probit + e * spam
+    slope = spam - probit
     value = (counts * np.log(mixture)).sum(axis=(1, 2))
     value += (a - 1) * np.log(share) + (b - 1) * np.log1p(-share)
     d1 = (counts * slope / mixture).sum(axis=(1, 2)) + (a - 1) / share - (b - 1) / (1 - share)
@@ -178,20 +207,22 @@ def _share_log_posterior(counts, probit, share, share_prior):
     return value, d1, d2
 
 
-def _share_newton(counts, params, share_prior, steps: int = 3) -> np.ndarray:
+def _share_newton(counts, probit, share, spam, share_prior, steps: int = 3) -> np.ndarray:
     r"""The random shares' update: a few safeguarded Newton steps on each worker's observed
     log-posterior in :math:`\epsilon_j` (concave: a sum of logs of functions linear in
     :math:`\epsilon_j`, and the Beta log-prior), kept inside (0, 1) and only where they raise
     it. Plain EM for a mixing share creeps when the components overlap; Newton converges in
-    a step or two."""
-    probit = np.exp(ordinal_log_confusion(params[:, :2], counts.shape[1]))
-    share = np.clip(params[:, 2], 1e-9, 1 - 1e-9)
-    value, d1, d2 = _share_log_posterior(counts, probit, share, share_prior)
+    a step or two. ``probit``: the workers' (W, K, K) probit matrices; ``spam``: their (W, 1,
+    K) random answers' distributions."""
+    share = np.clip(share, 1e-9, 1 - 1e-9)
+    value, d1, d2 = _share_log_posterior(counts, probit, share, share_prior, spam)
     for _ in range(steps):
         with np.errstate(divide="ignore", invalid="ignore"):
             proposal = share - d1 / np.where(d2 < 0, d2, -np.inf)
         proposal = np.clip(np.where(np.isfinite(proposal), proposal, share), 1e-9, 1 - 1e-9)
-        new_value, new_d1, new_d2 = _share_log_posterior(counts, probit, proposal, share_prior)
+        new_value, new_d1, new_d2 = _share_log_posterior(
+            counts, probit, proposal, share_prior, spam
+        )
         better = new_value > value
         share = np.where(better, proposal, share)
         value = np.where(better, new_value, value)

@@ -9,7 +9,9 @@ worker or the prior there). A worker is one of
   nearest grade (bias :math:`b \sim N(0, s_b^2)`, noise s.d. ``noise_sd`` on average);
 - ``"adjacent"``: right with probability :math:`a` (accuracy drawn from ``accuracy``), otherwise
   one grade up or down (at random, within the scale): the nominal crowd error, not a probit one;
-- ``"spammer"``: a uniform random grade.
+- ``"spammer"``: a uniform random grade;
+- ``"one-grade"``: always the same grade (drawn uniformly per worker), whatever the task: the
+  workers of S_Rel who gave one grade to thousands of tasks.
 
 Returned as :class:`ScenarioGrades` (``labels`` ordered, ``truth`` per task).
 """
@@ -72,6 +74,11 @@ GRADE_SCENARIOS = (
         n_grades=4,
         kinds=(("probit", 0.85), ("spammer", 0.15)),
     ),
+    GradeScenario(
+        "probit + 15% one-grade workers, 4 grades",
+        n_grades=4,
+        kinds=(("probit", 0.85), ("one-grade", 0.15)),
+    ),
 )
 
 
@@ -87,6 +94,9 @@ def simulate_grade_scenario(scenario: GradeScenario, seed: int) -> ScenarioGrade
     bias = rng.normal(0.0, scenario.bias_sd, scenario.n_workers)
     noise = scenario.noise_sd * np.exp(rng.normal(0.0, 0.3, scenario.n_workers))
     accuracy = rng.uniform(*scenario.accuracy, scenario.n_workers)
+    # the one-grade workers' grades, drawn only where there are any (the other scenarios'
+    # draws stay those of the scenarios before this kind existed)
+    fixed = rng.integers(k, size=scenario.n_workers) if "one-grade" in kinds else None
     low, high = scenario.labels_per_task
     tasks, workers, grades = [], [], []
     for task in range(scenario.n_tasks):
@@ -101,6 +111,8 @@ def simulate_grade_scenario(scenario: GradeScenario, seed: int) -> ScenarioGrade
                 if rng.random() > accuracy[worker]:
                     grade = int(np.clip(c + rng.choice([-1, 1]), 0, k - 1))
                     grade = grade if grade != c else c + (1 if c == 0 else -1)
+            elif kind[worker] == "one-grade":
+                grade = int(fixed[worker])
             else:
                 grade = int(rng.integers(k))
             tasks.append(f"t{task}")

@@ -93,6 +93,8 @@ from ..._utils import RandomState
 from ...base import POSITIVE_INT, RANDOM_STATE
 from ...data import Labels
 from ._base import LabelModel
+from ._held_out import HELD_OUT_FLOOR as _FLOOR
+from ._held_out import held_out_folds
 
 __all__ = ["AutoLabelModel", "BASELINE", "CANDIDATES", "choose_candidate", "held_out_label_scores"]
 
@@ -114,16 +116,16 @@ _KNOWN: dict[str, tuple[str, str, dict[str, Any]]] = {
 }
 
 #: the settings of a candidate's refits on the labels left after hiding some, where they
-#: differ from its defaults: one shorter Gibbs chain for the sampler (the predictive
-#: probability averages over the posterior, so fewer draws add Monte Carlo noise to the
-#: score, not a bias; the chosen model is then fitted at its defaults)
+#: differ from its defaults: one short Gibbs chain for the sampler, 50 warm-up sweeps and 50
+#: draws (the predictive probability averages over the posterior, so fewer draws add Monte
+#: Carlo noise to the score; the chosen model is then fitted at its defaults). Against one
+#: chain of 100 + 100 sweeps (before issue 40's time bound) its gain moved by -0.0025 to
+#: +0.0015 nats on the 12 shared sets and no choice changed (the closest, TREC: bayes-ds
+#: 0.0456 against 0.0450 and 0.0454; ``benchmarks/labels/results/auto_choice.md``); the three
+#: refits cost half the sweeps (about 0.27 of 0.64 s of CPU on 10,000 labels)
 _REFIT: dict[str, dict[str, Any]] = {
-    "hierarchical": {"n_chains": 1, "n_warmup": 100, "n_samples": 100},
+    "hierarchical": {"n_chains": 1, "n_warmup": 50, "n_samples": 50},
 }
-
-#: the smallest predictive probability a hidden label is scored at (a model that rules a
-#: label out entirely is penalised by log(1e-6) for it, not by minus infinity)
-_FLOOR = 1e-6
 
 #: the candidate a choice falls back on, and how many standard errors of the paired
 #: difference another candidate's gain must beat it by (module docstring, "The choice")
@@ -151,25 +153,6 @@ def _gold_series(labels: Labels) -> pd.Series | None:
     if not known.any():
         return None
     return pd.Series(labels.classes[labels.gold_codes[known]], index=labels.tasks[known])
-
-
-def held_out_folds(labels: Labels, n_folds: int, rng: np.random.Generator) -> list[np.ndarray]:
-    """Row positions of the labels hidden in each fold: at most one label of each task per
-    fold, from tasks with at least three labels and from workers with at least two (so that
-    the refit still knows the worker and the task keeps two labels)."""
-    per_task = np.bincount(labels.task_codes, minlength=labels.n_tasks)
-    per_worker = np.bincount(labels.worker_codes, minlength=labels.n_workers)
-    eligible = np.flatnonzero(
-        (per_task[labels.task_codes] >= 3) & (per_worker[labels.worker_codes] >= 2)
-    )
-    shuffled = rng.permutation(eligible)
-    # the rank of each shuffled row among its task's rows: fold f hides the rows of rank f
-    order = np.argsort(labels.task_codes[shuffled], kind="stable")
-    tasks = labels.task_codes[shuffled][order]
-    starts = np.r_[0, np.flatnonzero(np.diff(tasks)) + 1]
-    rank = np.arange(len(tasks)) - np.repeat(starts, np.diff(np.r_[starts, len(tasks)]))
-    rows = shuffled[order]
-    return [np.sort(rows[rank == fold]) for fold in range(n_folds)]
 
 
 def _predictive_distributions(model, labels: Labels, rows: np.ndarray) -> np.ndarray:
@@ -220,6 +203,18 @@ def _worker_clustered_se(values: np.ndarray, workers: np.ndarray) -> float:
     return float(np.sqrt(n_clusters / (n_clusters - 1) * np.sum(residual**2)) / n)
 
 
+def _training_sets(labels: Labels, folds: list[np.ndarray]) -> list[Labels]:
+    """The labels left after hiding each fold's rows (same classes, gold kept), built once
+    and shared by every candidate's refits."""
+    frame, gold = labels.to_frame(), _gold_series(labels)
+    trains = []
+    for rows in folds:
+        kept = np.ones(labels.n_labels, dtype=bool)
+        kept[rows] = False
+        trains.append(Labels(frame[kept], classes=labels.classes, gold=gold))
+    return trains
+
+
 def held_out_label_scores(
     labels: Labels,
     candidates: Sequence[str] = CANDIDATES,
@@ -246,16 +241,13 @@ def held_out_label_scores(
             "cannot choose a model from the labels: no task has 3 or more labels from workers "
             "who gave at least 2 (pick a model yourself, e.g. majority vote)"
         )
-    frame, gold = labels.to_frame(), _gold_series(labels)
+    trains = _training_sets(labels, folds)
     hidden = np.concatenate(folds)
     workers = labels.worker_codes[hidden]
     gains, results = {}, []
     for name in candidates:
         start, predictive = time.perf_counter(), []
-        for rows in folds:
-            kept = np.ones(labels.n_labels, dtype=bool)
-            kept[rows] = False
-            train = Labels(frame[kept], classes=labels.classes, gold=gold)
+        for rows, train in zip(folds, trains, strict=True):
             model = _candidate(name, random_state, refit=True).fit(train)
             predictive.append(_predictive_distributions(model, labels, rows))
         predictive = np.concatenate(predictive)

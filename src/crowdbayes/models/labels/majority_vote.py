@@ -43,6 +43,14 @@ class MajorityVote(StatsLabelModel):
 
     iterative = False
 
+    def _dense_arrays(self, n_tasks: int, n_workers: int, n_classes: int) -> dict[str, int]:
+        """As every label model's, less one tasks × classes array: the vote shares are the
+        posterior, with no working copy beside them."""
+        return {
+            **super()._dense_arrays(n_tasks, n_workers, n_classes),
+            "tasks × classes": 2 * n_tasks * n_classes,
+        }
+
     # ------------------------------------------------------------------ sufficient statistics
     def start_globals(self) -> Globals:
         return {"random_state": self.random_state}

@@ -16,8 +16,8 @@ COMMAND_LINE = (
         "pl-vi",
         "crowdbayes.models.plackett_luce.vi:PlackettLuceVI",
         "Plackett-Luce with features, Gaussian posterior by variational inference",
-        ("--eta", "--method", "--max-iter", "--tol"),
-        {"eta": "auto"},
+        ("--eta", "--method", "--item-effects", "--max-iter", "--tol"),
+        {"eta": "auto", "item_effects": "auto"},
     ),
     ModelEntry(
         "rank",

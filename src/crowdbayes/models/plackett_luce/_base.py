@@ -170,6 +170,13 @@ class PlackettLuceModel(RankingModel):
     def _items_of(self, rankings: Rankings):
         return rankings.item_ids
 
+    def posterior_draws(self, items=None, n_draws: int = 1000, random_state=None) -> np.ndarray:
+        """Joint posterior draws of the log-scores of ``items`` (as ``predict_utility`` takes
+        them; None: the training items), shape ``(len(items), n_draws)``."""
+        self.check_is_fitted()
+        _, handle = self._items(items)
+        return self._draws(handle, n_draws, as_generator(random_state))
+
 
 def draw_positions(draws: np.ndarray, chunk: int = 64) -> np.ndarray:
     """The position (1 = best) of each item (row) in each posterior draw (column); equal
