@@ -203,6 +203,9 @@ def _layout(labels: LabelBlock, stride: int) -> _Layout:
     ):
         return cached[3]
     rows = _rows_from_codes(labels)
+    if rows is not None and isinstance(labels, Labels):
+        # the layout counted each column's labels: what Labels.column_totals would count again
+        vars(labels).setdefault("column_totals", rows[2])
     data = None
     if rows is None:
         matrix = labels.count_matrix

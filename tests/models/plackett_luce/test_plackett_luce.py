@@ -152,6 +152,23 @@ def test_eta_auto_picks_the_bound_maximum():
     assert model.lower_bound_ == pytest.approx(curve["lower_bound"].max())
 
 
+@pytest.mark.parametrize("seed, set_size", [(0, 2), (1, 3), (2, 5), (3, 3)])
+def test_eta_auto_stops_past_the_best_with_the_whole_grids_choice(monkeypatch, seed, set_size):
+    """The descent stops ETA_PATIENCE values after the best ceiling without a better one, and
+    picks the η (and the fit) that the whole grid does."""
+    from crowdbayes.models.plackett_luce import vi
+
+    rankings, _ = simulate_rankings(seed, set_size=set_size, n_queries=200)
+    stopped, patience = PlackettLuceVI(eta="auto").fit(rankings), vi.ETA_PATIENCE
+    monkeypatch.setattr(vi, "ETA_PATIENCE", 10**6)
+    whole = PlackettLuceVI(eta="auto").fit(rankings)
+    assert len(whole.eta_curve_) == len(vi.DEFAULT_ETA_GRID)
+    best = int(np.flatnonzero(np.isclose(np.sort(vi.DEFAULT_ETA_GRID)[::-1], stopped.eta_))[0])
+    assert len(stopped.eta_curve_) == min(len(vi.DEFAULT_ETA_GRID), best + 1 + patience)
+    assert stopped.eta_ == whole.eta_
+    np.testing.assert_allclose(stopped.coef_.to_numpy(), whole.coef_.to_numpy(), rtol=1e-12)
+
+
 def test_pairwise_intervals_cover_the_truth_at_about_their_level():
     """Moderate signal, pairs: the Jaakkola–Jordan posterior is calibrated. (With larger sets
     Bouchard's bound inflates θ; the coverage there is measured in the benchmarks.)"""
