@@ -43,7 +43,7 @@ from ._common import CommandError
 from ._models import TABLES, ModelTable, Option, open_unit, positive_float, positive_int
 from ._parser import Parser, add_normalize_option
 from ._record import Family, Inputs, PredictVerb
-from .leaderboard_dask import add_dask_options, dask_backend, read_on_dask
+from .leaderboard_dask import add_dask_options, battle_columns, dask_backend, read_on_dask
 
 __all__ = ["FAMILY", "LEADERBOARD", "register"]
 
@@ -286,16 +286,7 @@ def read(args: argparse.Namespace, model) -> Inputs:
         return read_on_dask(args, covariates)
     if args.style is not None:
         table, covariates = _with_style(args)
-    data = Battles(
-        table,
-        model_a=args.model_a_column,
-        model_b=args.model_b_column,
-        winner=args.winner_column,
-        judge=args.judge_column,
-        category=args.category_column,
-        covariates=covariates or None,
-        normalize=args.normalize,
-    )
+    data = Battles(table, **battle_columns(args), covariates=covariates or None)
     return Inputs(data, str(args.input))
 
 

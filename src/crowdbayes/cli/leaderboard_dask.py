@@ -63,6 +63,19 @@ def check_options(args: argparse.Namespace) -> None:
     check_parquet(args.input, "battles")
 
 
+def battle_columns(args: argparse.Namespace) -> dict:
+    """The column names and the id hygiene of ``Battles`` as the command line gives them (the
+    same on both backends)."""
+    return {
+        "model_a": args.model_a_column,
+        "model_b": args.model_b_column,
+        "winner": args.winner_column,
+        "judge": args.judge_column,
+        "category": args.category_column,
+        "normalize": args.normalize,
+    }
+
+
 def read_on_dask(args: argparse.Namespace, covariates: list[str]) -> Inputs:
     """BATTLES counted on Dask as :class:`~crowdbayes.distributed.CountedBattles` (what the
     family's fit, summary and report take in place of :class:`~crowdbayes.data.Battles`)."""
@@ -76,13 +89,8 @@ def read_on_dask(args: argparse.Namespace, covariates: list[str]) -> Inputs:
         args.input,
         scheduler=args.scheduler,
         n_workers=args.dask_workers,
-        model_a=args.model_a_column,
-        model_b=args.model_b_column,
-        winner=args.winner_column,
-        judge=args.judge_column,
-        category=args.category_column,
+        **battle_columns(args),
         covariates=covariates or None,
-        normalize=args.normalize,
         cluster_options=quiet,
     )
     seconds = time.perf_counter() - start

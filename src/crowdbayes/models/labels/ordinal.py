@@ -299,11 +299,7 @@ class OrdinalDawidSkene(ConfusionStatsModel):
         k = len(self.classes_)
         params = np.column_stack([params, np.full((len(params), k), 1.0 / k)])
         self.globals_["worker_params"] = params
-        self.random_grades_ = pd.DataFrame(
-            random_grades(params, k)[:, 0],
-            index=self.workers_,
-            columns=pd.Index(self.classes_, name="grade"),
-        )
+        self._set_random_grades(params, self.workers_, self.classes_)
 
     def _moderate(self, labels: Labels) -> None:
         """Task posteriors from each worker's predictive confusion matrix (the MAP worker's,
@@ -349,8 +345,12 @@ class OrdinalDawidSkene(ConfusionStatsModel):
             },
             index=pd.Index(ids.workers, name="worker"),
         )
+        self._set_random_grades(params, ids.workers, ids.classes)
+
+    def _set_random_grades(self, params: np.ndarray, workers, classes) -> None:
+        """``random_grades_``: each worker's ξ_j from its parameters (workers × grades)."""
         self.random_grades_ = pd.DataFrame(
-            random_grades(params, len(ids.classes))[:, 0],
-            index=pd.Index(ids.workers, name="worker"),
-            columns=pd.Index(ids.classes, name="grade"),
+            random_grades(params, len(classes))[:, 0],
+            index=pd.Index(workers, name="worker"),
+            columns=pd.Index(classes, name="grade"),
         )
