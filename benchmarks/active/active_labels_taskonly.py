@@ -1,4 +1,4 @@
-"""Which task to label next when no worker is named (issue 43 item 1): candidate rules for the
+r"""Which task to label next when no worker is named (issue 43 item 1): candidate rules for the
 task-only default of ``crowdbayes labels next``, replayed on the shared label sets and chosen
 leave one set out.
 
@@ -26,14 +26,28 @@ Rules (a task's class posterior :math:`p`, :math:`n_i` its labels seen):
 - ``mixed`` — half of the batch by entropy, best first, half drawn uniformly (alternating, as
   the pair models' ``mixed``);
 - ``entropy_coverage`` — :math:`H(p) / n_i`: uncertainty discounted by the labels a task
-  already has (a task still uncertain after many labels is likely ambiguous).
+  already has (a task still uncertain after many labels is likely ambiguous);
+- ``eer`` — expected error reduction (Roy & McCallum 2001, ICML) for one task: the expected
+  fall in :math:`1 - \max_k p_k` after one label from a worker drawn as the platform draws
+  them (by each worker's share of the labels), :math:`\sum_j w_j \sum_x q_{jx} \max_k p'_{jk}(x) -
+  \max_k p_k` with each worker's held-out confusion (the knowledge gradient averaged over
+  workers); ties (most often zero: one label cannot turn the answer) broken by the entropy;
+- ``entropy_changes`` / ``entropy_changes_wide`` — the entropy in bins of width
+  :data:`TIE` · log K (2.5 times as wide), within a bin the expected answer changes first;
+- ``entropy_fewest`` — the same bins, within a bin the task with fewer labels first;
+- ``entropy_worker_information`` — the same bins, within a bin ``worker_information`` first;
+- ``entropy_x_changes`` — the product :math:`H(p) \cdot` ``changes``;
+- ``predictive_entropy`` — the entropy of the next label's predictive distribution
+  :math:`H(q)`, :math:`q_x = \sum_k p_k \bar\theta_{kx}` with the label-weighted mean
+  confusion (the total uncertainty of which BALD, ``information``, is the part due to the
+  class).
 
 The rule is chosen leave one set out: for each set, the rule with the best mean score over the
 other eleven sets, scored on the held-out set against entropy and round-robin (paired over seeds:
 the same starting labels and reveal order seed for every rule).
 
-    CROWDBAYES_DATA=../shared/data .venv/bin/python benchmarks/active/active_labels_taskonly.py \\
-        [--sets rte temp] [--seeds 3] [--rules information uncertainty] [--cache /tmp/alt] \\
+    CROWDBAYES_DATA=../shared/data .venv/bin/python benchmarks/active/active_labels_taskonly.py \
+        [--sets rte temp] [--seeds 3] [--rules information uncertainty] [--cache /tmp/alt] \
         [--output benchmarks/active/results/active_labels_taskonly.md]
 
 Each replay is kept in ``--cache`` (a CSV per set, rule and seed), so a stopped run resumes.
@@ -74,14 +88,23 @@ SETS = (
 )  # fmt: skip
 #: the model's own strategies (through ``suggest``) and the pool's baseline
 BUILT_IN = ("information", "uncertainty", "round_robin")
-RULES = (*BUILT_IN, "margin", "changes", "worker_information", "mixed", "entropy_coverage")
+RULES = (
+    *BUILT_IN, "margin", "changes", "worker_information", "mixed", "entropy_coverage",
+    "eer", "entropy_changes", "entropy_fewest", "entropy_x_changes", "predictive_entropy",
+    "entropy_worker_information", "entropy_changes_wide",
+)  # fmt: skip
+#: width of the bins of :math:`H(p) / \log K` within which entropies count as equal
+#: (``entropy_changes``, ``entropy_fewest``, ``entropy_worker_information``; 2.5 times as
+#: wide for ``entropy_changes_wide``)
+TIE = 0.02
 #: labels per task at which the accuracy is averaged
 GRID = np.arange(2.0, 4.0 + 1e-9, 0.25)
 
 
-def worker_information(model, probas: np.ndarray) -> np.ndarray:
-    """The label-weighted mean over the fitted workers of the mutual information of one label
-    from each worker's held-out confusion (the module docstring's ``worker_information``)."""
+def worker_information(model, probas: np.ndarray, value: str = "information") -> np.ndarray:
+    """The label-weighted mean over the fitted workers of the value (mutual information, or
+    the knowledge gradient ``accuracy`` for ``eer``) of one label from each worker's held-out
+    confusion (the module docstring's ``worker_information`` and ``eer``)."""
     k = probas.shape[1]
     counts = model.held_out_counts_.reindex(model.confusion_.index).fillna(0.0).to_numpy()
     matrices, _ = held_out_confusion(counts.reshape(-1, k, k))
@@ -90,7 +113,7 @@ def worker_information(model, probas: np.ndarray) -> np.ndarray:
     weights = weights / weights.sum()
     total = np.zeros(len(probas))
     for j in np.flatnonzero(weights > 0):
-        total += weights[j] * label_question_values(probas, matrices[j], "information")
+        total += weights[j] * label_question_values(probas, matrices[j], value)
     return total
 
 
@@ -106,6 +129,7 @@ class RuleModel(BayesianDawidSkene):
         rng = np.random.default_rng(random_state)
         questions = pd.DataFrame({"task": pd.Index(candidates).unique()})
         probas = self.probas_.reindex(questions["task"]).to_numpy(np.float64)
+        secondary = None
         if strategy == "margin":
             top = np.sort(probas, axis=1)
             score = 1.0 - (top[:, -1] - top[:, -2])
@@ -113,12 +137,31 @@ class RuleModel(BayesianDawidSkene):
             score = expected_changes(self, questions)
         elif strategy == "worker_information":
             score = worker_information(self, probas)
+        elif strategy == "eer":
+            score = worker_information(self, probas, "accuracy")
+            secondary = entropy(probas)
+        elif strategy in ("entropy_changes", "entropy_changes_wide"):
+            width = TIE * (2.5 if strategy == "entropy_changes_wide" else 1.0)
+            score = binned(entropy(probas), probas.shape[1], width)
+            secondary = expected_changes(self, questions)
+        elif strategy == "entropy_worker_information":
+            score = binned(entropy(probas), probas.shape[1])
+            secondary = worker_information(self, probas)
+        elif strategy == "entropy_fewest":
+            score = binned(entropy(probas), probas.shape[1])
+            secondary = -self.task_label_counts().reindex(questions["task"]).to_numpy()
+        elif strategy == "entropy_x_changes":
+            score = entropy(probas) * expected_changes(self, questions)
+        elif strategy == "predictive_entropy":
+            score = entropy(probas @ self._question_confusion(questions))
         else:  # mixed, entropy_coverage
             score = entropy(probas)
             if strategy == "entropy_coverage":
                 seen = self.task_label_counts().reindex(questions["task"]).to_numpy()
                 score = score / np.maximum(seen, 1)
-        order = np.lexsort((rng.random(len(score)), -score))
+        if secondary is None:
+            secondary = np.zeros(len(score))
+        order = np.lexsort((rng.random(len(score)), -secondary, -score))
         if strategy == "mixed":
             order = alternate(order, rng.permutation(len(score)))
         return questions.iloc[order[:n]].assign(score=score[order[:n]]).reset_index(drop=True)
@@ -126,6 +169,11 @@ class RuleModel(BayesianDawidSkene):
     def task_label_counts(self) -> pd.Series:
         """Labels seen per task (kept by :meth:`fit`)."""
         return self.seen_counts_
+
+
+def binned(values: np.ndarray, k: int, width: float = TIE) -> np.ndarray:
+    """Entropies in nats rounded down to bins of ``width`` · log K (equal within a bin)."""
+    return np.floor(values / (width * np.log(k)))
 
 
 def alternate(best: np.ndarray, drawn: np.ndarray) -> np.ndarray:
@@ -238,6 +286,9 @@ def main() -> None:
     parser.add_argument("--sets", nargs="*", default=list(SETS))
     parser.add_argument("--rules", nargs="*", default=list(RULES))
     parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument(
+        "--first-seed", type=int, default=0, help="seeds run from here (fresh seeds confirm a rule)"
+    )
     parser.add_argument("--jobs", type=int, default=2, help="replays run in parallel")
     parser.add_argument("--cache", type=Path, default=Path("/tmp/active_labels_taskonly"))
     parser.add_argument("--output", type=Path)
@@ -247,7 +298,8 @@ def main() -> None:
             parser.error(f"--rules must include {needed!r} (the comparisons are against it)")
     args.cache.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
-    jobs = [(n, r, s) for s in range(args.seeds) for n in args.sets for r in args.rules]
+    seeds = range(args.first_seed, args.first_seed + args.seeds)
+    jobs = [(n, r, s) for s in seeds for n in args.sets for r in args.rules]
     with ProcessPoolExecutor(args.jobs) as executor:
         futures = {executor.submit(run, *job, args.cache): job for job in jobs}
         for future in as_completed(futures):
@@ -266,9 +318,10 @@ def main() -> None:
     table = loso(scores, args.rules)
     lines = [
         f"BayesianDawidSkene, warm refits (cold refit kept if better every 25% growth); start one "
-        f"random label per task; rounds of 25% of the tasks; {args.seeds} seeds (paired: the same "
-        "start and reveal seed for every rule); score = mean accuracy on gold at 2, 2.25, …, 4 "
-        "labels per task (the last fit at or below each).",
+        f"random label per task; rounds of 25% of the tasks; {args.seeds} seeds "
+        f"({seeds[0]}–{seeds[-1]}; paired: the same start and reveal seed for every rule); "
+        "score = mean accuracy on gold at 2, 2.25, …, 4 labels per task (the last fit at or "
+        "below each).",
         "",
         "## Mean accuracy at 2–4 labels per task",
         "",

@@ -19,9 +19,17 @@ until every set is revealed. Arms:
 - ``top``: ``rank next --strategy top`` — the greedy batch that most lowers the posterior
   variance of the utility differences among the cars whose place in the top 10 is in doubt
   (:mod:`crowdbayes.active.rankings`);
+- ``thompson`` (``--arms``): ``rank next --strategy thompson`` — top-two Thompson sampling of
+  the top-10 set: each slot of the batch contrasts the top tens of two posterior draws that
+  disagree and asks the set that most lowers the variance of their contested utility
+  differences;
 - ``coverage`` (``--arms``): never-shown items first, ties in a random order — on this data
   the same design as ``random`` (a check of the replay, not a strategy); any other strategy
-  of :func:`~crowdbayes.active.rankings.suggest_sets` is an arm by its name.
+  of :func:`~crowdbayes.active.rankings.suggest_sets` is an arm by its name (``power``: drawn
+  with probability proportional to the information gain, the stochastic acquisition of
+  Kirsch et al. 2023; ``mixed``: best first and uniform draws alternating), and
+  ``NAME@EPS`` is strategy NAME with a share EPS of each batch drawn uniformly
+  (``suggest_sets(explore=EPS)``).
 
 ``--synthetic SEED`` replays choices drawn from the fit to the recorded ones instead (the same
 sets; a model that holds), against the fit to all the drawn choices. ``--static N`` replays
@@ -119,7 +127,8 @@ def replay(
     from crowdbayes.active.rankings import replay_choice_sets
 
     data = _data(synthetic)
-    strategy = {"random": "random", "coverage": "random"}.get(arm, arm)  # else a strategy
+    name, _, share = arm.partition("@")  # "thompson@0.5": a share 0.5 of each batch uniform
+    strategy = {"random": "random", "coverage": "random"}.get(name, name)  # else a strategy
     clock = time.process_time()
     record = replay_choice_sets(
         PlackettLuceVI(eta=eta),
@@ -130,6 +139,7 @@ def replay(
         score=lambda model: len(_top(model, data.items) & top) / TOP,
         strategy=strategy,
         coverage=arm != "random",
+        explore=float(share) if share else 0.0,
         random_state=seed,
     )
     cpu = time.process_time() - clock
@@ -202,7 +212,8 @@ def paired(values: pd.DataFrame) -> pd.DataFrame:
     """Per arm against ``random`` (columns: arms, rows: seeds): the mean paired difference, its
     standard error (sd of the differences / √seeds) and the difference in standard errors."""
     diff = values.drop(columns="random").sub(values["random"], axis=0)
-    se = diff.std(ddof=1) / np.sqrt(len(diff))
+    se = diff.std(ddof=1) / np.sqrt(diff.count())  # the seeds each arm has (NaN: not run)
+    se = se.where(se > 1e-12, 0.0)  # equal differences on every seed: ±inf, not 10¹⁵
     return pd.DataFrame({"mean": diff.mean(), "se": se, "t": diff.mean() / se})
 
 
@@ -282,6 +293,7 @@ def summary(rounds: pd.DataFrame, total: int) -> list[str]:
     difference = paired(held)
     agg = pd.DataFrame(
         {
+            "seeds": by_arm["seed"].nunique(),
             "10/10 held from (median)": by_arm["10/10 held from"].median(),
             "as a share of the sets": by_arm["10/10 held from"].median() / total,
             "ratio to random (median over seeds)": ratio.median(),
@@ -359,6 +371,7 @@ def main() -> None:
         rounds = pd.concat([pd.read_csv(p) for p in args.from_csv], ignore_index=True)
         rounds = rounds.drop_duplicates(["arm", "seed", "round"])
         rounds = rounds[rounds["arm"].isin(arms)]
+        # an arm may have fewer seeds than random: each is paired with random on its own seeds
         args.seeds = rounds["seed"].nunique()
     else:
         seeds = range(args.first_seed, args.first_seed + args.seeds)
@@ -377,7 +390,8 @@ def main() -> None:
         f"its top ten: {', '.join(sorted(top))}. Every replay refits "
         f"PlackettLuceVI(eta={eta:.4g}).",
         f"Replay of {choices}: {args.start} random sets first, then {args.batch} per round, "
-        f"to all {total}; {args.seeds} seeds; arms {', '.join(arms)}.",
+        f"to all {total}; {args.seeds} seeds (per arm: the summary's seeds); arms "
+        f"{', '.join(arms)}.",
         "",
         *summary(rounds, total),
     ]

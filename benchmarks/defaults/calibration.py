@@ -7,8 +7,10 @@ task of a simulated set); > 0 is over-confidence. Target: |gap| ≤ 0.03 for the
 default on both task-difficulty scenarios (draws pooled). Each model is fitted twice with the
 same seed, ``calibrate=False`` and ``calibrate=True`` (the same chains, so the answers must
 agree: the accuracy columns are checked equal), and BayesianDawidSkene likewise. Nothing is
-tuned on these sets: the exponent is chosen per fit from the labels alone, and the method has
-no constant besides the search's lower bound (0.05, never reached here).
+tuned on these sets: the exponent is chosen per fit from the labels alone (the smaller of the
+held-out exponent and the task-difficulty model's), and the method's only constants are the
+ranges it searches — exponents from 0.05, log easiness in [−5, 3], spreads of log easiness in
+[0, 3] — none of which binds here.
 
 Usage (from the repository root)::
 
@@ -146,7 +148,7 @@ def main() -> None:
     lines = [
         f"Gap = mean claimed probability of the answer − accuracy on the gold tasks; {args.seeds} "
         "draw(s) per simulated scenario, pooled. 'before': `calibrate=False`; 'after': "
-        "`calibrate=True` (the exponent learnt from held-out labels, one per draw). Accuracy "
+        "`calibrate=True` (the exponent learnt from the labels, one per draw). Accuracy "
         "is the same with and without (checked).",
         "",
         "| " + " | ".join(header) + " |",

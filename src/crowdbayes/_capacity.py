@@ -99,7 +99,7 @@ def format_size(n_bytes: float) -> str:
 
 def _meminfo_available() -> int | None:
     try:
-        with open("/proc/meminfo", encoding="ascii") as file:
+        with open("/proc/meminfo", encoding="utf-8") as file:
             for line in file:
                 if line.startswith("MemAvailable:"):
                     return int(line.split()[1]) * 1024
@@ -113,7 +113,7 @@ def _meminfo_available() -> int | None:
 
 def _read_int(path: str) -> int | None:
     try:
-        with open(path, encoding="ascii") as file:
+        with open(path, encoding="utf-8") as file:
             return int(file.read().strip())
     except (OSError, ValueError):  # missing, or "max" (no limit)
         return None
@@ -122,7 +122,7 @@ def _read_int(path: str) -> int | None:
 def _cgroup_limit() -> int | None:
     """The memory limit of this process's cgroup (v2 ``memory.max``; a container's limit)."""
     try:
-        with open("/proc/self/cgroup", encoding="ascii") as file:
+        with open("/proc/self/cgroup", encoding="utf-8") as file:
             lines = file.read().splitlines()
     except OSError:
         return None

@@ -6,6 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from boundary_problem import untested_feature_problem
 from crowdbayes import PlackettLuceMAP, PlackettLuceVI
 from crowdbayes.active.rankings import (
     ChoiceSets,
@@ -306,25 +307,7 @@ def test_boundary_design_gains_are_the_falls_of_the_weighted_variance():
 def test_top_strategy_asks_about_the_items_near_the_boundary():
     """Three features; the top items differ only in the second, which no fitted set has
     varied. The set that varies it is asked first by ``top``."""
-    rng = np.random.default_rng(4)
-    n = 40
-    items = pd.DataFrame(
-        {"a": rng.normal(size=n), "b": np.zeros(n), "c": rng.normal(size=n)},
-        index=pd.Index([f"i{k}" for k in range(n)], name="item"),
-    )
-    items.loc[["i0", "i1", "i2", "i3"], ["a", "b"]] = [
-        [5.0, 0.3],
-        [5.0, -0.3],
-        [5.0, 0.2],
-        [5.0, -0.2],
-    ]
-    items.loc[["i4", "i5"], "b"] = [1.0, -1.0]
-    rows = []
-    for q in range(60):  # fitted sets vary a and c only
-        members = rng.choice(np.arange(6, n), 3, replace=False)
-        rows += [(f"q{q}", f"i{m}", 1.0 if j == 0 else np.nan) for j, m in enumerate(members)]
-    rankings = pd.DataFrame(rows, columns=["query", "item", "rank"])
-    model = PlackettLuceVI(eta=1.0).fit(rankings, items=items)
+    model, rankings, items = untested_feature_problem(third_feature=True)
     candidates = sets_of(
         [("b-varies", "i4"), ("b-varies", "i5")]
         + [(f"c{k}", f"i{6 + 2 * k}") for k in range(5)]

@@ -248,3 +248,28 @@ def test_vote_share_statistics_match_numpy(k, gold):
 def test_vote_share_statistics_refuse_repeated_pairs():
     """Counts above 1 (a worker labelling a task twice) go through numpy."""
     assert cp.vote_share_statistics(random_labels(3, 1, duplicates=True)) is None
+
+
+@needs_kernel
+@pytest.mark.parametrize("k", [2, 5])
+def test_pass_without_probas_gives_the_same_statistics(k):
+    labels = simulate_labels(300, 20, 5, n_classes=k, random_state=k).to_labels()
+    log_conf, log_prev = random_globals(labels, k)
+    for threads in (1, 3):
+        full = cp.confusion_pass(labels, log_conf, log_prev, threads=threads)
+        bare = cp.confusion_pass(labels, log_conf, log_prev, threads=threads, probas=False)
+        assert bare.resp is None and full.resp.shape == (k, labels.n_tasks)
+        assert np.array_equal(bare.confusion, full.confusion)
+        assert np.array_equal(bare.classes, full.classes)
+        assert bare.log_evidence == full.log_evidence
+
+
+@needs_kernel
+def test_prepare_layout_counts_each_tasks_workers():
+    sim = simulate_labels(500, 30, 4, n_classes=3, random_state=2)
+    labels, again = sim.to_labels(), sim.to_labels()
+    cp.prepare_layout(labels)
+    assert "workers_per_task" in vars(labels) and "count_matrix" not in vars(labels)
+    expected = again.workers_per_task  # counted from the codes
+    assert np.array_equal(labels.workers_per_task, expected)
+    assert labels.workers_per_task.dtype == expected.dtype

@@ -46,6 +46,34 @@ posterior; Chaloner & Verdinelli 1995, §2.1). A batch is chosen greedily: each 
 largest fall given the sets before it, Σ ← Σ − Σ G_Aᵀ(I + G_A Σ G_Aᵀ)⁻¹ G_A Σ after it, so that a
 batch does not ask the same contrast many times over (where BALD's best-first order would).
 
+Top-two Thompson sampling for the top k (``strategy="thompson"``, models with features): each
+slot of the batch draws two joint posterior draws u⁽ᵃ⁾, u⁽ᵇ⁾ whose top-k sets T_a, T_b differ
+(b drawn among the draws that disagree with a: Russo 2016's top-two sampling, applied to the
+top-k set, the target of Chen, Li, Mao 2018 under the multinomial logit and of Jun et al. 2016
+with batches) and asks the set that most lowers the variance of the utility differences that
+decide between them,
+
+    tr(W_t Σ),  W_t = (1 / |A||B|) Σ_{i∈A, j∈B} (x_i − x_j)(x_i − x_j)ᵀ,  A = T_a∖T_b, B = T_b∖T_a,
+
+the mean of Var(u_i − u_j) over the contested pairs, by the same Woodbury step as ``top`` (Σ
+updated after each slot). ``top`` weighs every doubtful item at once by p_i(1 − p_i) and so
+asks, slot after slot, about the same few directions of θ; here each slot asks about the
+contrast of one pair of plausible top-k sets, drawn in proportion to the posterior's belief in
+them, so that a batch spreads over the contrasts the posterior still doubts. When every draw
+has the same top k, W_t is the ``top`` weight. Measured on the recorded car choices
+(``benchmarks/active/results/rank_next_replay_thompson.md``) it is no better than random sets
+(median ratio 0.99 of random's sets for the full-data top ten, 8 seeds), as ``top``; on
+choices drawn from the fitted model it reaches 9 of the top ten sooner than random sets.
+
+Exploration (``explore=ε``): a share ε of each batch is drawn uniformly from the candidates the
+strategy did not pick. An active design fits the model where it chooses to ask; when the model
+is wrong, the fit then answers for those sets and not for the pool (the active-learning bias of
+Farquhar, Gal, Rainforth 2021). With a uniform share ε every candidate keeps a probability of
+at least ε·n/N per round of being asked (N candidates), so the revealed sets stay within a
+factor 1/ε of a uniform sample's make-up — the defensive mixture of importance sampling
+(Hesterberg 1995), here without the weights. On the car choices it did not help
+(``thompson`` with ε = 0.5: ratio 1.11 of random's sets, 8 seeds; the same report).
+
 Cold start (coverage first): an item that was never shown has had no chance to be chosen, so
 its utility is known only through its features, if at all. A set with more never-shown items
 comes first; inside a batch the choice is greedy, each chosen set's items counting as shown for
@@ -55,12 +83,16 @@ once all items are covered, or every set of a data set whose items are unique to
 the strategy decides (:func:`~crowdbayes.gp.questions.question_order`: ``information`` best
 first, ``power`` drawn with probability proportional to the gain, ``mixed`` alternating best
 first with a uniform draw, ``uncertainty`` by the predictive entropy H(p̄) alone, ``random``,
-``top`` the greedy batch of the top-k boundary above, the sets it does not pick after it in a
-random order).
+``top`` the greedy batch of the top-k boundary above, ``thompson`` the top-two Thompson batch,
+the sets they do not pick after it in a random order).
 
 References: K. Chaloner, I. Verdinelli, "Bayesian experimental design: a review",
-Statistical Science 10(3), 1995. S. Kalyanakrishnan, A. Tewari, P. Auer, P. Stone, "PAC subset
-selection in stochastic multi-armed bandits", ICML 2012. D. McFadden, "Conditional logit
+Statistical Science 10(3), 1995. D. Russo, "Simple Bayesian algorithms for best arm
+identification", COLT 2016. K.-S. Jun, K. Jamieson, R. Nowak, X. Zhu, "Top arm identification
+in multi-armed bandits with batch arm pulls", AISTATS 2016. X. Chen, Y. Li, J. Mao, "A nearly
+instance optimal algorithm for top-k ranking under the multinomial logit model", SODA 2018.
+S. Kalyanakrishnan, A. Tewari, P. Auer, P. Stone, "PAC subset selection in stochastic
+multi-armed bandits", ICML 2012. D. McFadden, "Conditional logit
 analysis of qualitative choice behavior", in Frontiers in Econometrics, 1974. N. Houlsby,
 F. Huszár, Z. Ghahramani, M. Lengyel, "Bayesian active learning for classification and
 preference learning", arXiv:1112.5745, 2011. D. J. C. MacKay,
@@ -68,7 +100,9 @@ preference learning", arXiv:1112.5745, 2011. D. J. C. MacKay,
 1992. L. Maystre, M. Grossglauser, "Just sort it! A simple and effective approach to active
 preference learning", ICML 2017. Y. Guo, J. Dy, D. Erdoğmuş, J. Kalpathy-Cramer, S. Ostmo,
 J. P. Campbell, M. F. Chiang, S. Ioannidis, "Variational inference from ranked samples with
-features", ACML 2019.
+features", ACML 2019. S. Farquhar, Y. Gal, T. Rainforth, "On statistical bias in active
+learning: how and when to fix it", ICLR 2021. T. Hesterberg, "Weighted average importance
+sampling and defensive mixture distributions", Technometrics 37(2), 1995.
 """
 
 from __future__ import annotations
@@ -93,6 +127,7 @@ __all__ = [
     "boundary_design",
     "boundary_weight",
     "choice_fisher_factors",
+    "contested_weights",
     "choice_information",
     "replay_choice_sets",
     "suggest_sets",
@@ -100,9 +135,12 @@ __all__ = [
     "utility_draws",
 ]
 
-#: how a set can be valued: the names and meanings of the pairwise strategies, and ``top``
-#: (the expected fall of the top-k boundary's uncertainty, module docstring)
-SET_QUESTION_VALUES = ("top", *PAIR_QUESTION_VALUES)
+#: how a set can be valued: the names and meanings of the pairwise strategies, ``top`` (the
+#: expected fall of the top-k boundary's uncertainty) and ``thompson`` (top-two Thompson
+#: sampling of the top-k set; module docstring)
+SET_QUESTION_VALUES = ("top", "thompson", *PAIR_QUESTION_VALUES)
+#: the strategies that choose a greedy batch by the fall of tr(W Σ) (models with features)
+BOUNDARY_VALUED = ("top", "thompson")
 
 
 @dataclass(frozen=True)
@@ -283,6 +321,30 @@ def boundary_weight(X: np.ndarray, membership: np.ndarray) -> np.ndarray:
     return (centred * w[:, None]).T @ centred
 
 
+def contested_weights(
+    draws: np.ndarray, X: np.ndarray, k: int, n: int, rng: np.random.Generator
+) -> np.ndarray:
+    """``n`` top-two Thompson weights W_t (module docstring), shape (n, features, features):
+    per slot a draw a at random and a draw b among those whose top-``k`` set differs from a's,
+    W_t the mean of (x_i − x_j)(x_i − x_j)ᵀ over i ∈ T_a∖T_b, j ∈ T_b∖T_a. ``draws``: items ×
+    joint posterior draws; ``X``: the items' features. When every draw has the same top k, the
+    slot's weight is :func:`boundary_weight` (zero there)."""
+    fallback = boundary_weight(X, top_membership(draws, k))  # (checks k)
+    top = np.sort(np.argpartition(-draws, k - 1, axis=0)[:k], axis=0)  # (k, draws)
+    weights = np.empty((n, X.shape[1], X.shape[1]))
+    for t in range(n):
+        a = int(rng.integers(draws.shape[1]))
+        rivals = np.flatnonzero((top != top[:, [a]]).any(axis=0))
+        if rivals.size == 0:
+            weights[t] = fallback
+            continue
+        b = int(rivals[rng.integers(rivals.size)])
+        ours, theirs = np.setdiff1d(top[:, a], top[:, b]), np.setdiff1d(top[:, b], top[:, a])
+        d = (X[ours][:, None, :] - X[theirs][None, :, :]).reshape(-1, X.shape[1])
+        weights[t] = d.T @ d / len(d)
+    return weights
+
+
 def choice_fisher_factors(X: np.ndarray, sets: ChoiceSets, theta: np.ndarray) -> np.ndarray:
     """Per set A a factor G_A (rows √p_j (x_j − Σ_l p_l x_l), j ∈ A, zero rows padding to the
     largest set) of the Fisher information of one choice about θ at ``theta``:
@@ -306,17 +368,21 @@ def boundary_design(
     G: np.ndarray, cov: np.ndarray, weight: np.ndarray, n: int, allowed: np.ndarray | None = None
 ) -> tuple[np.ndarray, np.ndarray]:
     """Greedy batch: ``n`` sets, each the one whose Fisher information most lowers
-    tr(W Σ) given the sets chosen before it (module docstring), Σ starting at ``cov``.
-    Returns the chosen set positions (in the order chosen) and each one's fall of tr(W Σ)."""
+    tr(W Σ) given the sets chosen before it (module docstring), Σ starting at ``cov``;
+    ``weight`` is W, or one W per slot (shape (n, features, features)). Returns the chosen set
+    positions (in the order chosen) and each one's fall of tr(W Σ)."""
+    weight = np.asarray(weight, dtype=np.float64)
+    weights = weight if weight.ndim == 3 else np.broadcast_to(weight, (n, *weight.shape))
     C = np.array(cov, dtype=np.float64, copy=True)
     eye = np.eye(G.shape[1])
     free = np.ones(len(G), dtype=bool) if allowed is None else allowed.copy()
     Gt = G.transpose(0, 2, 1)
     chosen, gains = [], []
-    for _ in range(min(n, int(free.sum()))):
+    for step in range(min(n, int(free.sum()))):
         P = G @ C
         M = eye + P @ Gt
-        gain = np.trace(np.linalg.solve(M, P @ weight @ P.transpose(0, 2, 1)), axis1=1, axis2=2)
+        quad = P @ weights[step] @ P.transpose(0, 2, 1)
+        gain = np.trace(np.linalg.solve(M, quad), axis1=1, axis2=2)
         gain[~free] = -np.inf
         best = int(np.argmax(gain))
         chosen.append(best)
@@ -340,6 +406,7 @@ def suggest_sets(
     coverage: bool = True,
     n_draws: int = 256,
     top_k: int = 10,
+    explore: float = 0.0,
     random_state: RandomState = None,
 ) -> pd.DataFrame:
     """The ``n`` candidate sets to show next, first to show first.
@@ -348,10 +415,13 @@ def suggest_sets(
     the sets with the most never-shown items come first, greedily within the batch (module
     docstring), then ``strategy`` orders the rest. ``confidence``: a set whose most probable
     choice the model already predicts with at least this probability is decided and left out.
-    ``top_k``: the size of the top set for ``strategy="top"``. Returns one row per set, indexed
-    by set id: ``score`` (the information gain in nats; for ``uncertainty`` the predictive
-    entropy; for ``random`` the information gain, for the record; for ``top`` the fall of
-    tr(W Σ) when the set was chosen, 0 after the batch), ``new_items`` (never-shown members
+    ``top_k``: the size of the top set for ``strategy="top"`` and ``"thompson"``. ``explore``:
+    the share ε of the batch drawn uniformly from the candidates the strategy did not pick (the
+    strategy picks the other (1 − ε)n; module docstring). Returns one
+    row per set, indexed by set id: ``score`` (the information gain in nats; for
+    ``uncertainty`` the predictive entropy; for ``random`` the information gain, for the
+    record; for ``top`` and ``thompson`` the fall of tr(W Σ) when the set was chosen, 0 after
+    the batch), ``new_items`` (never-shown members
     when it was chosen), ``p_max`` (the predicted probability of its most probable choice)."""
     if isinstance(n, (bool, np.bool_)) or not isinstance(n, (int, np.integer)) or n < 1:
         raise ValueError(f"suggest_sets: n must be a positive integer; got {n!r}")
@@ -360,11 +430,13 @@ def suggest_sets(
             f"suggest_sets: strategy must be one of {show_values(SET_QUESTION_VALUES)}; got "
             f"{strategy!r}"
         )
+    if not 0.0 <= explore <= 1.0:
+        raise ValueError(f"suggest_sets: explore must be between 0 and 1; got {explore!r}")
     if len(candidates) == 0:
         raise ValueError("candidates: no choice set")
     rng = as_generator(random_state)
-    if strategy == "top":
-        table = _feature_table(model, features)
+    if strategy in BOUNDARY_VALUED:
+        table = _feature_table(model, features, strategy)
         table.take(candidates.items, needed_by="candidates")  # every candidate has features
         every = utility_draws(model, table.ids, n_draws, rng, features=table)
         draws = every[table.ids.get_indexer(candidates.items)]
@@ -375,13 +447,22 @@ def suggest_sets(
     keep = np.arange(len(candidates))
     if confidence is not None:
         keep = np.flatnonzero(p_max < confidence)
-    if strategy == "top":
-        score, order = _top_order(model, candidates, table, every, keep, n, top_k, rng)
+    drawn = int(round(explore * min(n, len(keep))))
+    designed = min(n, len(keep)) - drawn
+    if strategy in BOUNDARY_VALUED:
+        if strategy == "top":
+            weight = boundary_weight(table.values, top_membership(every, top_k))
+        else:
+            weight = contested_weights(every, table.values, top_k, designed, rng)
+        score, order = _boundary_order(model, candidates, table, weight, keep, designed, rng)
     else:
         score = entropy if strategy == "uncertainty" else info
         # "random" is a uniform order (the score is kept for the record); the others by score
         value = rng.random(len(score)) if strategy == "random" else score
         order = keep[question_order(value[keep], strategy, rng)]
+    if drawn:
+        rest = order[designed:]
+        order = np.concatenate([order[:designed], rng.permutation(rest)])
     shown = model.item_ids_ if shown is None else pd.Index(shown)
     new = ~candidates.items.isin(shown)
     if coverage:
@@ -396,24 +477,24 @@ def suggest_sets(
     )
 
 
-def _feature_table(model, features) -> FeatureTable:
+def _feature_table(model, features, strategy: str) -> FeatureTable:
     """The feature table of a feature model, for the top-k boundary (refused otherwise)."""
     name = type(model).__name__
     if model.tags.features == "none" or model.tags.posterior == "point":
         raise ValueError(
-            f"strategy 'top' needs a posterior over feature weights (PlackettLuceVI with "
-            f"features); {name} has none"
+            f"strategy {strategy!r} needs a posterior over feature weights (PlackettLuceVI "
+            f"with features); {name} has none"
         )
     if features is None:
         raise ValueError(f"{name} scores items by their features: give the features")
     return read_features(features).require_names(model.feature_names_)
 
 
-def _top_order(model, candidates, table, every, keep, n, top_k, rng):
-    """Strategy ``top``: the sets :func:`boundary_design` picks among ``keep`` (the batch's
-    first ``n``), then the rest of ``keep`` in a random order. Returns each candidate's score
-    (its fall of tr(W Σ) when chosen, 0 for the others) and the order."""
-    weight = boundary_weight(table.values, top_membership(every, top_k))
+def _boundary_order(model, candidates, table, weight, keep, n, rng):
+    """Strategies ``top`` and ``thompson``: the sets :func:`boundary_design` picks among
+    ``keep`` with ``weight`` (the batch's first ``n``), then the rest of ``keep`` in a random
+    order. Returns each candidate's score (its fall of tr(W Σ) when chosen, 0 for the others)
+    and the order."""
     G = choice_fisher_factors(
         table.take(candidates.items, needed_by="candidates"), candidates, model.coef_.to_numpy()
     )
@@ -483,6 +564,7 @@ def replay_choice_sets(
     budget: int | None = None,
     n_draws: int = 256,
     top_k: int = 10,
+    explore: float = 0.0,
     query: str = "query",
     item: str = "item",
     rank: str = "rank",
@@ -490,11 +572,11 @@ def replay_choice_sets(
 ) -> pd.DataFrame:
     """Replay recorded choices: ``start`` sets (queries of ``rankings``, a long ``query, item,
     rank`` table) drawn at random are revealed, then each round ``batch`` of the others are
-    chosen — by :func:`suggest_sets` with ``strategy`` (and ``coverage``), or uniformly at
-    random for ``strategy="random"`` without coverage — their recorded choices revealed and the
-    model refitted, until ``budget`` sets (default: all) have been revealed. ``score(model)``
-    measures each fit. Returns one row per fit: ``round``, ``n_sets``, ``score``, ``seconds``
-    (the choice and the refit)."""
+    chosen — by :func:`suggest_sets` with ``strategy`` (and ``coverage``, ``explore``), or
+    uniformly at random for ``strategy="random"`` without coverage — their recorded choices
+    revealed and the model refitted, until ``budget`` sets (default: all) have been revealed.
+    ``score(model)`` measures each fit. Returns one row per fit: ``round``, ``n_sets``,
+    ``score``, ``seconds`` (the choice and the refit)."""
     if batch < 1 or start < 1:
         raise ValueError(f"replay: start and batch must be positive; got {start}, {batch}")
     rng = as_generator(random_state)
@@ -532,6 +614,7 @@ def replay_choice_sets(
                 coverage=coverage,
                 n_draws=n_draws,
                 top_k=top_k,
+                explore=explore,
                 random_state=rng,
             )
             pick = sets.ids.get_indexer(chosen.index)

@@ -201,8 +201,9 @@ def full_confusion_log_prior(
         finite = np.where(np.isfinite(log_confusion), log_confusion, 0.0)
         total = float(finite.sum())
     value = pseudo_counts * total
-    if diagonal:
-        value += diagonal * float(np.trace(finite, axis1=1, axis2=2).sum())
+    if diagonal:  # Σ_j trace θ_j: numpy's trace (a sum over the last axis) as _row_sums adds it
+        traces = _row_sums(np.diagonal(finite, axis1=1, axis2=2))
+        value += diagonal * float(traces.sum())
     return value
 
 

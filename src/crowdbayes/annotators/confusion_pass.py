@@ -14,7 +14,9 @@ one pass computes for every task
 :func:`~crowdbayes.annotators.confusion_statistics`, in one sweep over the labels. Products of
 probabilities replace sums of logs (no ``exp``/``log`` per task; tasks whose product could
 underflow are rescaled by exact powers of two, or redone in log space: see the C source), so
-the results agree with the numpy path to rounding (about 1e-15 relative per pass).
+the results agree with the numpy path to rounding (about 1e-15 relative per pass). A pass
+asked for no posteriors (``probas=False``: EM's passes before the last, whose posteriors are
+overwritten) computes them all the same but does not write them.
 
 Threads: the tasks are cut into chunks that depend only on the data (never on the number of
 threads); each chunk has its own count buffers, and the buffers are added in chunk order, so
@@ -28,7 +30,8 @@ gets its core late delays nothing but its own chunk. The number of threads is
 shares, gold tasks one-hot) in one more compiled pass: the same sums as
 :func:`~crowdbayes.annotators.confusion_statistics` of those responsibilities. The pass's
 layout (row pointers, int32 columns, labels per column) comes from the codes in one compiled
-pass too, and :func:`confusion_map` is the M-step's
+pass too (:func:`prepare_layout` builds it ahead: its labels per task are the workers per task
+that the models' test for cut tasks reads), and :func:`confusion_map` is the M-step's
 :func:`~crowdbayes.annotators.full_confusion_map` compiled (the same operations in the same
 order, so the same numbers).
 
@@ -59,6 +62,7 @@ __all__ = [
     "confusion_pass",
     "most_probable_classes",
     "kernel_available",
+    "prepare_layout",
     "n_threads",
     "vote_share_statistics",
 ]
@@ -160,7 +164,8 @@ class _Layout:
     totals: np.ndarray | None  # labels per column (float64), None: ``labels.column_totals``
 
 
-#: id(labels) -> (weak reference to them, their code arrays and gold codes, settings, layout);
+#: id(labels) -> (weak reference to them, their code arrays and gold codes, settings, layout
+#: or None where none comes from the codes and only that was asked);
 #: an entry goes when its labels do
 _layouts: dict[int, tuple] = {}
 
@@ -191,21 +196,40 @@ def _rows_from_codes(labels: LabelBlock) -> tuple[np.ndarray, np.ndarray, np.nda
     return (indptr, columns, totals) if ordered else None
 
 
-def _layout(labels: LabelBlock, stride: int) -> _Layout:
+def prepare_layout(labels: LabelBlock) -> None:
+    """Build the pass's layout of ``labels`` now where it comes straight from the codes (the
+    usual table; nothing otherwise, and nothing without the kernel): on the way it counts each
+    task's labels, which are its workers there, and leaves them as ``workers_per_task`` (the
+    test for tasks that only one worker labelled reads them: one count of the task codes
+    fewer). The count matrix is not built."""
+    if _kernel is not None and labels.n_classes <= MAX_CLASSES:
+        _layout(labels, row_stride(labels.n_classes), codes_only=True)
+
+
+def _layout(labels: LabelBlock, stride: int, codes_only: bool = False) -> _Layout | None:
+    """The layout of ``labels`` for rows of ``stride`` (cached while the labels live); with
+    ``codes_only`` None where it does not come straight from the codes (remembered too, so
+    that the codes are not read again for nothing)."""
     arrays = (labels.task_codes, labels.worker_codes, labels.label_codes, labels.gold_codes)
     settings = (stride, LABELS_PER_CHUNK, MAX_CHUNKS)
     cached = _layouts.get(id(labels))
-    if (
+    known = (
         cached is not None
         and cached[0]() is labels
         and all(x is y for x, y in zip(cached[1], arrays, strict=True))
         and cached[2] == settings
-    ):
+    )
+    if known and (cached[3] is not None or codes_only):
         return cached[3]
-    rows = _rows_from_codes(labels)
+    rows = None if known else _rows_from_codes(labels)  # known: not from the codes
+    if rows is None and codes_only:
+        _remember(labels, arrays, settings, None)
+        return None
     if rows is not None and isinstance(labels, Labels):
-        # the layout counted each column's labels: what Labels.column_totals would count again
+        # the layout counted each column's labels and each task's (all of distinct workers):
+        # what Labels.column_totals and workers_per_task would count again
         vars(labels).setdefault("column_totals", rows[2])
+        vars(labels).setdefault("workers_per_task", np.diff(rows[0]))
     data = None
     if rows is None:
         matrix = labels.count_matrix
@@ -221,10 +245,15 @@ def _layout(labels: LabelBlock, stride: int) -> _Layout:
         gold=np.ascontiguousarray(labels.gold_codes, dtype=np.int64) if labels.has_gold else None,
         totals=rows[2],
     )
+    _remember(labels, arrays, settings, layout)
+    return layout
+
+
+def _remember(labels: LabelBlock, arrays: tuple, settings: tuple, layout: _Layout | None) -> None:
+    """Cache ``layout`` (None: none from the codes) for ``labels`` while they live."""
     ident = id(labels)
     ref = weakref.ref(labels, lambda _, ident=ident: _layouts.pop(ident, None))
     _layouts[ident] = (ref, arrays, settings, layout)
-    return layout
 
 
 def confusion_pass(
@@ -234,6 +263,7 @@ def confusion_pass(
     weight: np.ndarray | None = None,
     threads: int | None = None,
     confusion: np.ndarray | None = None,
+    probas: bool = True,
 ) -> PassResult | None:
     """One fused pass (module docstring), or None where the compiled kernel is missing or the
     problem is outside its range (more than ``MAX_CLASSES`` classes, or 2³¹ count columns).
@@ -241,7 +271,9 @@ def confusion_pass(
     ``log_confusion`` is (workers, K, K) (true class, observed class), ``log_prevalence`` (K,);
     ``weight`` (n_tasks,) multiplies each task's contribution to the counts and class totals
     (None: all 1); ``threads`` overrides :func:`n_threads`; ``confusion``: ``exp(log_confusion)``
-    where the caller holds it (EM's θ itself), which spares the pass an ``exp`` per cell.
+    where the caller holds it (EM's θ itself), which spares the pass an ``exp`` per cell;
+    ``probas=False`` leaves the responsibilities out (``resp`` None: the statistics only, for a
+    pass whose posteriors nobody keeps).
     """
     n_workers, n_classes, _ = log_confusion.shape
     n_tasks, n_columns = labels.n_tasks, labels.n_workers * labels.n_classes
@@ -251,30 +283,39 @@ def confusion_pass(
         raise ValueError(f"confusion_pass: {n_columns} count columns for {n_workers} workers")
     stride = row_stride(n_classes)
     layout = _layout(labels, stride)
-    table = _padded_table(np.exp(log_confusion) if confusion is None else confusion, stride)
+    theta = np.exp(log_confusion) if confusion is None else confusion
+    theta = np.ascontiguousarray(theta, dtype=np.float64)
+    if theta.shape != log_confusion.shape:  # the kernel would read past a smaller table
+        raise ValueError(
+            f"confusion_pass: confusion of shape {theta.shape} for log_confusion of shape "
+            f"{log_confusion.shape}"
+        )
     prior = np.ascontiguousarray(np.exp(log_prevalence), dtype=np.float64)
     if weight is not None:
         weight = np.ascontiguousarray(weight, dtype=np.float64)
     n_chunks = len(layout.bounds) - 1
-    resp = np.empty((n_classes, n_tasks))
+    resp = np.empty((n_classes, n_tasks)) if probas else None
     # K = 5 on whole counts rows of 4: the last class from the label totals (every task's
     # responsibilities sum to one), half the count updates of rows padded to 8
     last_from_totals = n_classes == 5 and stride == 8 and layout.unit_counts and weight is None
     counts_stride = 4 if last_from_totals else stride
-    counts = _aligned_empty((n_chunks, n_columns * counts_stride))  # the kernel zeroes them
+    totals = None
+    if last_from_totals:
+        totals = labels.column_totals if layout.totals is None else layout.totals
+    threads = min(n_threads() if threads is None else threads, n_chunks)
+    # one count buffer per chunk for threads; on one thread the chunks run in order on two
+    n_buffers = n_chunks if threads > 1 else min(n_chunks, 2)
+    counts = _aligned_empty((n_buffers, n_columns * counts_stride))  # the kernel zeroes them
     classes = np.empty((n_chunks, n_classes))
     parts = np.empty((n_chunks, 3))
-    threads = min(n_threads() if threads is None else threads, n_chunks)
+    expected = np.empty((n_workers, n_classes, n_classes))
+    # the kernel writes the padded table of theta, runs the chunks, adds their counts in
+    # chunk order (the same for any number of threads) and writes the expected counts
     _kernel.confusion_pass(
-        *(layout.indptr, layout.indices, layout.data, table, prior, layout.gold, weight),
-        *(n_classes, stride, counts_stride, n_tasks, layout.bounds, layout.unit_counts),
-        *(threads, resp, counts, classes, parts),
+        *(layout.indptr, layout.indices, layout.data, theta, _aligned_empty((n_columns * stride,))),
+        *(prior, layout.gold, weight, n_classes, stride, counts_stride, n_tasks, layout.bounds),
+        *(layout.unit_counts, threads, resp, counts, classes, parts, totals, expected),
     )
-    # the kernel adds the chunks' counts into the first chunk's, in chunk order: the same for
-    # any number of threads
-    counted = counts[0].reshape(n_workers, n_classes, counts_stride)
-    n_counted = n_classes - 1 if last_from_totals else n_classes
-    expected = _expected_counts(labels, layout, counted, n_counted)
     log2_evidence = -np.inf if parts[:, 2].any() else parts[:, 0].sum() + parts[:, 1].sum()
     return PassResult(
         resp=resp,
@@ -300,7 +341,8 @@ def vote_share_statistics(labels: Labels) -> PassResult | None:
         return None
     # the last class comes from the label totals: K = 5 needs rows of 4 only
     counts_stride = 4 if n_classes == 5 else stride
-    counts = np.empty((n_workers, n_classes, counts_stride))  # the kernel zeroes them
+    # the kernel zeroes them; rows on 32-byte boundaries (whole vectors, no split rows)
+    counts = _aligned_empty((n_workers, n_classes, counts_stride))
     classes = np.empty(n_classes)
     _kernel.vote_share_counts(
         *(layout.indptr, layout.indices, layout.gold, n_classes, counts_stride, n_tasks),
@@ -329,7 +371,9 @@ def _expected_counts(
 
 def _padded_table(confusion: np.ndarray, stride: int) -> np.ndarray:
     """The kernel's table: ``table[(j*K + x)*S + k] = θ[j, k, x]``, one row per count-matrix
-    column, zero-padded to the stride S."""
+    column, zero-padded to the stride S. The pass builds its own table now; this stays as the
+    reference layout that ``tests/annotators/test_kernel_helpers.py`` checks the kernel's
+    table builder against."""
     n_workers, n_classes, _ = confusion.shape
     table = _aligned_empty((n_workers, n_classes, stride))
     theta = np.ascontiguousarray(confusion, dtype=np.float64)

@@ -60,11 +60,17 @@ class GaussianFactor:
     linear: np.ndarray
     #: skip the symmetrisation (the caller built ``precision`` exactly symmetric)
     symmetric: bool = field(default=False, repr=False, compare=False)
+    #: the relative jitter of the first Cholesky attempt (:func:`safe_cholesky`; None: its
+    #: default; 0 for a precision positive definite by construction, whose mean and covariance
+    #: a jitter would shift)
+    jitter: float | None = field(default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if not self.symmetric:
             self.precision = 0.5 * (self.precision + self.precision.T)
-        self._chol = safe_cholesky(self.precision, what="variational precision S⁻¹")
+        self._chol = safe_cholesky(
+            self.precision, jitter=self.jitter, what="variational precision S⁻¹"
+        )
         self.mean = cholesky_solve(self._chol, self.linear)
         self._cov = None
 

@@ -11,6 +11,8 @@ so memory stays ``O(N M)`` whatever the number of comparisons.
 
 from __future__ import annotations
 
+import copy
+
 import numpy as np
 
 from ..kernels import Kernel
@@ -18,7 +20,7 @@ from ..linalg import cholesky_solve, safe_cholesky
 from ..persistence import persistable
 from .factors import GammaFactor, GaussianFactor, prior_gradient_weights, quadratic_rows
 
-__all__ = ["InducingProjection", "chunks", "PAIR_CHUNK"]
+__all__ = ["InducingProjection", "chunks", "prior_difference_variance", "PAIR_CHUNK"]
 
 #: comparisons per chunk where all of them are visited (Q_p, the bound)
 PAIR_CHUNK = 8192
@@ -28,6 +30,19 @@ def chunks(n: int, size: int = PAIR_CHUNK):
     """Slices covering ``range(n)`` in pieces of ``size``."""
     for lo in range(0, n, size):
         yield slice(lo, min(n, lo + size))
+
+
+def prior_difference_variance(
+    kernel: Kernel, X: np.ndarray, left: np.ndarray, right: np.ndarray
+) -> np.ndarray:
+    """The prior variance of a difference, ``Var[f(x_l) - f(x_r)] = k(x_l, x_l) + k(x_r, x_r) -
+    2 k(x_l, x_r)`` under ``f ~ GP(0, k)``, for the rows ``left``, ``right`` of ``X``, in chunks
+    of pairs (never a (P, D) feature array)."""
+    prior = np.empty(len(left))
+    for rows in chunks(len(prior)):
+        Xl, Xr = X[left[rows]], X[right[rows]]
+        prior[rows] = kernel.diag(Xl) + kernel.diag(Xr) - 2.0 * kernel.paired(Xl, Xr)
+    return prior
 
 
 @persistable
@@ -49,6 +64,17 @@ class InducingProjection:
     @property
     def n_inducing(self) -> int:
         return len(self.Z)
+
+    def copy(self) -> InducingProjection:
+        """A projection of its own with this one's kernel and arrays (shared: none is written
+        in place), so that a fit lending its ``kernel`` attribute for a while changes no
+        other estimator's projection."""
+        return copy.copy(self)
+
+    def shares(self, other: InducingProjection) -> bool:
+        """Whether this is ``other`` or a :meth:`copy` of it (the same inducing inputs and
+        factorised prior, as objects)."""
+        return self is other or (self.Z is other.Z and self.chol is other.chol)
 
     def weights(self, X: np.ndarray) -> np.ndarray:
         """``A = K_xm K_mm⁻¹`` (n, M)."""
@@ -106,17 +132,47 @@ class InducingProjection:
             li, ri = left[rows], right[rows]
             D = A[li] - A[ri]
             KD = K_mx[:, li] - K_mx[:, ri]
-            prior = (
-                self.kernel.diag(X[li])
-                + self.kernel.diag(X[ri])
-                - 2.0 * self.kernel.paired(X[li], X[ri])
-            )
+            prior = prior_difference_variance(self.kernel, X, li, ri)
             v = (prior - np.einsum("nm,mn->n", D, KD)) / scale.mean
             var[rows] = np.maximum(v + np.sum((AS[li] - AS[ri]) * D, axis=1), 0.0)
             mean[rows] = D @ factor.mean
         return mean, var
 
+    def item_pair_moments(
+        self,
+        X: np.ndarray,
+        left: np.ndarray,
+        right: np.ndarray,
+        factor: GaussianFactor,
+        scale: GammaFactor,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """As :meth:`pair_moments` (the same values up to rounding), through the item matrices
+        ``Q = A K_mx`` and ``R = A S Aᵀ`` (``len(X)`` square): ``Var[d_p] = (k_ll + k_rr -
+        2 k_lr - (Q_ll + Q_rr - 2 Q_lr)) / ŝ + R_ll + R_rr - 2 R_lr``. Three products of
+        ``O(len(X)² M)`` and ``O(P)`` gathers, where :meth:`pair_moments` moves ``O(P M)``
+        numbers through memory several times: cheaper when the pairs outnumber the rows of
+        ``X`` (full-batch VI, whose inducing inputs are its items), and memory
+        ``O(len(X)²)``."""
+        K_mx = self.kernel(self.Z, X)
+        A = cholesky_solve(self.chol, K_mx).T
+        explained = A @ K_mx
+        learnt = (A @ factor.cov) @ A.T
+        var = np.empty(len(left))
+        for rows in chunks(len(left)):
+            li, ri = left[rows], right[rows]
+            prior = prior_difference_variance(self.kernel, X, li, ri)
+            v = (prior - _pair_form(explained, li, ri)) / scale.mean
+            var[rows] = np.maximum(v + _pair_form(learnt, li, ri), 0.0)
+        at_items = A @ factor.mean
+        return at_items[left] - at_items[right], var
+
     def bound_gradient(self, factor: GaussianFactor, scale: GammaFactor) -> np.ndarray:
         """Gradient of ``-KL`` in the log length-scales at fixed ``q``."""
         weights = prior_gradient_weights(self.K_inv, factor, scale)
         return self.kernel.gradient_contract(weights, self.Z)
+
+
+def _pair_form(M: np.ndarray, left: np.ndarray, right: np.ndarray) -> np.ndarray:
+    """``(e_l - e_r)ᵀ M (e_l - e_r)`` for each pair, ``M`` symmetric in exact arithmetic
+    (both off-diagonal entries are taken, so a rounding asymmetry averages out)."""
+    return M[left, left] + M[right, right] - M[left, right] - M[right, left]

@@ -52,8 +52,8 @@ class ItemGram:
         at_items = self.A @ mean
         return at_items[self.left] - at_items[self.right]
 
-    def gram(self, weights: np.ndarray) -> np.ndarray:
-        """``G = Aᵀ L_w A`` (exactly symmetric) for non-negative ``weights`` per comparison."""
+    def laplacian_rows(self, weights: np.ndarray) -> np.ndarray:
+        """``L_w A`` (N, M): the weighted Laplacian times the item rows, ``O(P M)``."""
         from scipy.sparse import csr_matrix
 
         n = len(self.A)
@@ -63,10 +63,26 @@ class ItemGram:
         LA = self.A * degree[:, None]
         LA -= W @ self.A
         LA -= W.T @ self.A
-        G = self.A.T @ LA
+        return LA
+
+    def gram(self, weights: np.ndarray) -> np.ndarray:
+        """``G = Aᵀ L_w A`` (exactly symmetric) for non-negative ``weights`` per comparison."""
+        G = self.A.T @ self.laplacian_rows(weights)
         G += G.T.copy()
         G *= 0.5
         return G
+
+    def triangular_gram(self, weights: np.ndarray) -> np.ndarray:
+        """``G = Aᵀ L_w A`` (exactly symmetric) for a lower-triangular ``A``, such as a
+        Cholesky factor ``L`` of the prior covariance (``Lᵀ W L``, the whitened data precision
+        of :mod:`.posterior`): ``Aᵀ`` is applied by BLAS ``trmm``, half the multiply-adds of
+        a general product."""
+        from scipy.linalg import blas
+
+        # Gᵀ = (L_w A)ᵀ A: the transposes of the row-major arrays are column-major views
+        # (upper-triangular Aᵀ), which BLAS takes without copying
+        G = blas.dtrmm(1.0, self.A.T, self.laplacian_rows(weights).T, side=1, lower=0, trans_a=1)
+        return 0.5 * (G + G.T)
 
     def project(self, values: np.ndarray) -> np.ndarray:
         """``h = Σ_p v_p D_pᵀ = Aᵀ (Eᵀ v)``."""

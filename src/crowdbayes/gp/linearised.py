@@ -32,8 +32,7 @@ import math
 
 import numpy as np
 
-from ..kernels import Kernel
-from .inducing import chunks
+from .inducing import prior_difference_variance
 
 __all__ = [
     "probit_linearisation",
@@ -68,18 +67,6 @@ def beta_noise_variance(prior_var_diff: np.ndarray, y: np.ndarray, alpha: float)
     half = 0.5 * total
     y = np.asarray(y, dtype=np.float64)
     return (half + y) * (half + 1.0 - y) / (total + 1.0) ** 2
-
-
-def prior_difference_variance(
-    kernel: Kernel, X: np.ndarray, left: np.ndarray, right: np.ndarray
-) -> np.ndarray:
-    """``k(x_l, x_l) + k(x_r, x_r) - 2 k(x_l, x_r)`` for the rows ``left``, ``right`` of ``X``,
-    in chunks of pairs (never a (P, D) feature array)."""
-    prior = np.empty(len(left))
-    for rows in chunks(len(prior)):
-        Xl, Xr = X[left[rows]], X[right[rows]]
-        prior[rows] = kernel.diag(Xl) + kernel.diag(Xr) - 2.0 * kernel.paired(Xl, Xr)
-    return prior
 
 
 def expected_linear_loglik(

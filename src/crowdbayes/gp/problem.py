@@ -121,13 +121,15 @@ def linearised_bound(
     projection: InducingProjection,
     factor: GaussianFactor,
     scale: GammaFactor,
+    *,
+    through_items: bool = False,
 ) -> float:
     """The lower bound of SVI and VI (:mod:`.linearised`; Simpson & Gurevych, 2020, Eq. 30
     with the linearised likelihood of Eq. 11) of ``q(u) = factor``, ``q(s) = scale`` on all
-    the problem's comparisons."""
-    mean_d, var_d = projection.pair_moments(
-        problem.X_items, problem.left, problem.right, factor, scale
-    )
+    the problem's comparisons; ``through_items`` computes the comparisons' moments through
+    the compared items (:meth:`~.inducing.InducingProjection.item_pair_moments`)."""
+    moments = projection.item_pair_moments if through_items else projection.pair_moments
+    mean_d, var_d = moments(problem.X_items, problem.left, problem.right, factor, scale)
     loglik = expected_linear_loglik(
         problem.pairs.y, problem.noise_var, mean_d, var_d, problem.alpha
     )

@@ -45,7 +45,7 @@ from ..exceptions import ConvergenceWarning
 from ..inference.driver import IterationResult
 from ..kernels import Kernel, kmeans_inducing_points
 from ..linalg import safe_cholesky
-from .ep import EPResult, ep_gradient_weights, expectation_propagation
+from .ep import EPResult, check_damping, ep_gradient_weights, expectation_propagation
 from .factors import GammaFactor, GaussianFactor
 from .inducing import InducingProjection
 from .laplace import LaplaceResult, laplace_approximation
@@ -245,6 +245,13 @@ class VI(_LinearisedBound, _AtTheItems):
 
     default_warn_name: ClassVar[str | None] = "GPPL variational inference"
 
+    def bound(
+        self, problem: PreferenceProblem, projection: InducingProjection, fit: UtilityFit
+    ) -> float:
+        """The linearised bound, its pair moments through the items (inducing inputs are the
+        compared items, so the item matrices are no larger than ``K_mm``)."""
+        return linearised_bound(problem, projection, fit.factor, fit.scale, through_items=True)
+
     def _fit(self, problem, projection, start, rng, progress, warn_name) -> UtilityFit:
         factor, scale, result = variational_inference(
             projection,
@@ -291,16 +298,15 @@ class Laplace(_FixedScale):
 @dataclass(frozen=True)
 class EP(_FixedScale):
     """Parallel expectation propagation, each sweep moving the sites a fraction ``damping`` of
-    the way, for at most ``max_iter`` sweeps, until no site asks for a relative change above
-    ``tol`` (:mod:`.ep`)."""
+    the way (``"auto"``: adapted to the site changes, :mod:`.ep`), for at most
+    ``max_iter`` sweeps, until no site asks for a relative change above ``tol`` (:mod:`.ep`)."""
 
-    damping: float = 0.5
+    damping: float | str = 0.5
     max_iter: int = 200
     tol: float | None = 1e-6
 
     def __post_init__(self) -> None:
-        if not 0.0 < self.damping <= 1.0:
-            raise ValueError(f"damping must be in (0, 1]; got {self.damping}")
+        check_damping(self.damping)
 
     def run(
         self,

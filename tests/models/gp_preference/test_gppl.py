@@ -94,7 +94,10 @@ def test_svi_with_free_scale_converges_to_vi(small):
         max_iter=2000,
     ).fit(comparisons, items)
     assert svi.converged_
-    assert svi.scale_.mean == pytest.approx(vi.scale_.mean, rel=1e-6)
+    # SVI's factor is factorised with safe_cholesky's 1e-8 relative jitter, VI's (whitened,
+    # then in natural parameters) without: their fixed points differ by ~2e-6 in E[s] here,
+    # and agree to ~4e-8 with the jitter at 1e-12
+    assert svi.scale_.mean == pytest.approx(vi.scale_.mean, rel=3e-6)
     assert vi.scale_.mean != pytest.approx(1.0, rel=0.01)
     np.testing.assert_allclose(svi.utility_["mean"], vi.utility_["mean"], atol=1e-5)
 

@@ -189,3 +189,23 @@ def test_plackett_luce_vi_statistics_add_over_query_partitions():
     np.testing.assert_allclose(mean2, reference.coef_.to_numpy(), rtol=0, atol=1e-10)
     np.testing.assert_allclose(cov2, reference.coef_cov_.to_numpy(), rtol=0, atol=1e-10)
     np.testing.assert_allclose(history, reference.bound_history_, rtol=1e-12)
+
+
+@pytest.mark.filterwarnings("ignore::crowdbayes.exceptions.ConvergenceWarning")
+@pytest.mark.parametrize("model", [DawidSkene, BayesianDawidSkene])
+def test_fit_keeps_only_the_last_posteriors(model, monkeypatch):
+    """With tol None every pass but the last runs without a tasks dict (no posteriors)."""
+    labels = simulate_labels(200, 15, 4, n_classes=3, random_state=0).to_labels()
+    seen = []
+    local_stats = model.local_stats
+
+    def spy(self, block, globals_, tasks=None):
+        seen.append(tasks is not None)
+        return local_stats(self, block, globals_, tasks)
+
+    monkeypatch.setattr(model, "local_stats", spy)
+    model(max_iter=6, tol=None).fit(labels)
+    assert seen == [False] * 5 + [True]
+    seen.clear()
+    model(max_iter=6).fit(labels)  # a tolerance: any pass may be the last
+    assert all(seen)

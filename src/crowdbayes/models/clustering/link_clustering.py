@@ -28,6 +28,30 @@ per-task NMI at the default seed from 0.9749 to 0.9773 and meets the bar of issu
 seeds of five (``benchmarks/cluster/results/cluster_link_vb_search.md``); ``search_factor=1``
 searches at K only.
 
+A shortcut keeps the search at K' cheap where the data leave clusters empty at K and K' alike
+(e.g. links with no cluster structure): when the best restart at K fills fewer than K clusters
+(fewer than K are any item's most probable cluster) and VB at K' on a restart does too, that
+restart skips the polish at K' and the merges: the clusters it fills, padded with empty ones to
+K, are polished at K, and the search at K' stops there. This is a rule of thumb, not a bound:
+an empty cluster does not show that the links support no more (on links of 6 clusters fitted
+at K = 5, one restart at K' = 8 filled only 4), and where it fires the fit can end below the
+full search's ELBO. On ``simulate_pair_links(np.arange(150) % 6, n_workers=8,
+pairs_per_worker=180, alpha=0.8, beta=0.85)`` with ``n_init=3`` and seeds 0–7 the fit equals
+the full search at K = 4 and 5 (below the 6 clusters: every fit where the restarts at K fill
+K clusters searches in full) and is up to 17.7 nats below it at K = 6 and 8, where the full
+search often keeps fewer clusters than K. On the real MNIST annotations and on the simulated
+tasks of ``benchmarks/cluster/results/cluster_link_vb_search.md`` every restart fills K
+clusters, so those fits search in full; on the 10,000 random links of the time-at-defaults
+benchmark the restarts at K and VB at K' fill one cluster, and the fit takes 1.3 s of CPU
+(``benchmarks/cluster/results/cluster_link_vb_speed.md``) where the full search took 6.4 s,
+at a higher ELBO (−5897.4 against −5902.6; seed 0, measured with the shortcut turned off).
+
+Speed: the VB sweeps run in one call of a compiled loop (``_link_kernel.c``, built with the
+package; :func:`~crowdbayes.models.clustering.link_vb.run_link_vb`, the numpy sweeps
+otherwise, with the same numbers to rounding), and the block search keeps what it learnt
+about each block between passes (:func:`~crowdbayes.models.clustering.link_search.
+block_search`).
+
 Identifiability: a worker's sensitivity :math:`\alpha_m` is learnt only from items that
 somebody else also judged. An item that one worker put in the wrong group and nobody else saw
 fits the links perfectly in the cluster of that group, so VB puts it there instead of charging
@@ -81,9 +105,9 @@ from ...exceptions import ConvergenceWarning
 from ...maths import beta_credible_interval, dirichlet_expected_log, dirichlet_marginal_summary
 from ...roles import Clusterer
 from .link_graph import LinkGraph
-from .link_reduce import reduce_clusters
+from .link_reduce import padded_to, reduce_clusters, used_clusters
 from .link_search import block_search, contraction_start, greedy_start, kempe_search
-from .link_vb import LinkStatistics, LinkVBState, iterate_link_vb, soften
+from .link_vb import LinkVBState, run_link_vb, soften
 
 __all__ = ["LinkClustering"]
 
@@ -140,7 +164,10 @@ class LinkClustering(Clusterer):
     random_state : int, Generator, SeedSequence or None
         Seeds the restarts (each gets its own spawned generator).
     progress : bool
-        Show a progress bar over the sweeps.
+        Show a progress bar over the sweeps. With ``progress=True`` (as in the distributed fit,
+        :mod:`crowdbayes.distributed`) the VB sweeps run in numpy instead of the compiled loop:
+        the same sweeps, equal to the compiled ones to rounding (about 1e-12 relative in the
+        ELBO; ``tests/models/clustering/test_link_speed.py``).
 
     Attributes
     ----------
@@ -164,7 +191,8 @@ class LinkClustering(Clusterer):
     elbo_ : float
         Final ELBO of the kept restart; ``elbo_history_`` the per-sweep values of its last VB
         run (non-decreasing) and ``restart_elbos_`` the final ELBO of every restart (those at
-        K first, then those reduced from K').
+        K first, then those reduced from K'; fewer of these when the shortcut of the module
+        docstring stops the search at K').
     n_iter_, converged_ : int, bool
         Of the kept restart.
     """
@@ -240,21 +268,11 @@ class LinkClustering(Clusterer):
         """
         self.check_params()
         links = as_links(links)
-        linked = links.linked_codes
-        compact = np.full(links.n_items, -1, dtype=np.int64)
-        compact[linked] = np.arange(linked.size)
-        graph, order = LinkGraph.build(
-            linked.size,
-            links.n_workers,
-            compact[links.left_codes],
-            compact[links.right_codes],
-            links.worker_codes,
-            links.labels,
-        )
+        graph, items = LinkGraph.from_links(links)
         priors = self._priors()
         start = None
         if init is not None:
-            start = self._initial_resp(init, links.item_ids[linked[order]], priors[0].size)
+            start = self._initial_resp(init, links.item_ids[items], priors[0].size)
         best, best_run = None, None
         restart_elbos = []
         rngs = spawn_generators(self.random_generator(), 2 * self.n_init)
@@ -265,17 +283,22 @@ class LinkClustering(Clusterer):
             if best_run is None or run.history[-1] > best_run.history[-1]:
                 best, best_run = state, run
         if start is None and self._wide(priors[0].size) > priors[0].size:
+            # the search at K' may stop early only where the restarts at K leave a cluster
+            # empty too (module docstring)
+            sparse = used_clusters(best.resp).sum() < priors[0].size
             for restart, rng in enumerate(rngs[self.n_init :]):
-                state, run = self._wide_search(graph, priors, rng, contract=restart % 2 == 0)
+                state, run, filled = self._wide_search(
+                    graph, priors, rng, contract=restart % 2 == 0, shortcut=sparse
+                )
                 restart_elbos.append(run.history[-1])
                 if run.history[-1] > best_run.history[-1]:
                     best, best_run = state, run
+                if not filled:
+                    break  # the shortcut was taken (module docstring)
         self._warn_unless_converged(best_run)
         worker_links = np.bincount(links.worker_codes, minlength=links.n_workers)
         self.restart_elbos_ = restart_elbos
-        self._set_results(
-            links.item_ids, linked[order], links.worker_ids, worker_links, best, best_run
-        )
+        self._set_results(links.item_ids, items, links.worker_ids, worker_links, best, best_run)
         return self
 
     def worker_posterior(
@@ -422,15 +445,30 @@ class LinkClustering(Clusterer):
         k = priors[0].size
         return soften(self._hard_start(graph, priors, rng, contract), k, self.init_smoothing)
 
-    def _wide_search(self, graph: LinkGraph, priors, rng: np.random.Generator, contract):
+    def _wide_search(
+        self, graph: LinkGraph, priors, rng: np.random.Generator, contract, shortcut=True
+    ):
         """One restart of the spare-cluster search (module docstring): a restart at K'
         (:meth:`_run`) brought back to K by the merge and delete moves of
         :func:`~crowdbayes.models.clustering.link_reduce.reduce_clusters`, each kept move
-        refined by :meth:`_polish`. Returns the final state and the driver result of its last
-        VB run."""
+        refined by :meth:`_polish`. With ``shortcut`` (the fit passes it when its best restart
+        at K fills fewer than K clusters), when VB at K' also fills fewer than K clusters (fewer
+        than K are any item's most probable one) the polish at K' and the merges are skipped:
+        the clusters it fills, padded with empty ones to K, are polished at K instead (module
+        docstring: a rule of thumb that can cost ELBO). Returns the final state, the driver
+        result of its last VB run and whether the restart searched in full (False: the
+        shortcut was taken and the fit stops the search at K').
+        """
         k = priors[0].size
-        wide, _ = self._run(graph, self._priors_at(self._wide(k)), rng, contract=contract)
-        return reduce_clusters(
+        wide_priors = self._priors_at(self._wide(k))
+        resp = self._searched_start(graph, wide_priors, rng, contract)
+        wide, run = self._vb(graph, wide_priors, resp)
+        used = used_clusters(wide.resp)
+        if shortcut and used.sum() < k:
+            state, run = self._polish(graph, priors, rng, padded_to(wide.resp[:, used], k))
+            return state, run, False
+        wide, _ = self._polish_rounds(graph, wide_priors, rng, wide, run)
+        state, run = reduce_clusters(
             wide,
             k,
             graph=graph,
@@ -441,6 +479,7 @@ class LinkClustering(Clusterer):
             settle=lambda resp: self._polish(graph, self._priors_at(resp.shape[1]), rng, resp),
             n_pairs=self._wide(k),
         )
+        return state, run, True
 
     def _hard_start(self, graph: LinkGraph, priors, rng: np.random.Generator, contract):
         """A contraction start (``contract``) or a greedy one with the clusters of ``priors``,
@@ -461,8 +500,13 @@ class LinkClustering(Clusterer):
     def _polish(self, graph: LinkGraph, priors, rng: np.random.Generator, resp: np.ndarray):
         """VB from ``resp`` to convergence, then up to ``n_polish`` rounds of block moves and
         Kempe swaps on the VB solution, each followed by VB and kept only if the ELBO rises."""
-        k = priors[0].size
         state, run = self._vb(graph, priors, resp)
+        return self._polish_rounds(graph, priors, rng, state, run)
+
+    def _polish_rounds(self, graph: LinkGraph, priors, rng: np.random.Generator, state, run):
+        """The ``n_polish`` rounds of :meth:`_polish` from the VB solution ``state`` (``run``
+        its driver result)."""
+        k = priors[0].size
         for _ in range(self.n_polish):
             weights = self._vb_weights(graph, state)
             chosen = np.argmax(state.resp, axis=1)
@@ -489,14 +533,15 @@ class LinkClustering(Clusterer):
 
     def _vb(self, graph: LinkGraph, priors, resp: np.ndarray, max_iter: int | None = None):
         """Coordinate-ascent VB from q(z) = ``resp`` over all links as one partition
-        (:func:`~crowdbayes.models.clustering.link_vb.iterate_link_vb`, the loop the
-        distributed fit runs too); with ``max_iter`` given, exactly that many sweeps and no
-        progress bar (the short refinements that score the merge and delete moves)."""
-        return iterate_link_vb(
+        (:func:`~crowdbayes.models.clustering.link_vb.run_link_vb`: the sweeps of
+        :func:`~crowdbayes.models.clustering.link_vb.iterate_link_vb`, the loop the
+        distributed fit runs too, in the compiled loop where it was built); with ``max_iter``
+        given, exactly that many sweeps and no progress bar (the short refinements that score
+        the merge and delete moves)."""
+        return run_link_vb(
+            graph,
             resp,
             priors,
-            LinkStatistics(graph),
-            graph.bounds,
             max_iter=self.max_iter if max_iter is None else max_iter,
             tol=self.tol if max_iter is None else None,
             progress=self.progress and max_iter is None,

@@ -28,9 +28,14 @@ its application to timetabling problems. The Computer Journal 10(1).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
+from typing import TYPE_CHECKING
 
 import numpy as np
 import scipy.sparse as sp
+
+if TYPE_CHECKING:
+    from ...data.links import Links
 
 #: links per block of :meth:`LinkGraph.agreement` (two gathered blocks of K doubles in cache)
 AGREEMENT_BLOCK = 32_768
@@ -104,6 +109,24 @@ class LinkGraph:
         return graph, order
 
     @classmethod
+    def from_links(cls, links: Links) -> tuple[LinkGraph, np.ndarray]:
+        """The graph of ``links`` over its linked items only (:meth:`build`; items that appear
+        in no link are left out). Returns the graph and ``items``: the code in ``links`` of
+        every internal item (internal code → ``links.item_ids`` position)."""
+        linked = links.linked_codes
+        compact = np.full(links.n_items, -1, dtype=np.int64)
+        compact[linked] = np.arange(linked.size)
+        graph, order = cls.build(
+            linked.size,
+            links.n_workers,
+            compact[links.left_codes],
+            compact[links.right_codes],
+            links.worker_codes,
+            links.labels,
+        )
+        return graph, linked[order]
+
+    @classmethod
     def from_internal(
         cls, n_items: int, n_workers: int, left, right, worker, labels, bounds
     ) -> LinkGraph:
@@ -150,6 +173,25 @@ class LinkGraph:
         lo, hi, block, links = self._blocks[colour]
         weighted = sp.csr_matrix((weights[links], block.indices, block.indptr), shape=block.shape)
         return lo, hi, weighted @ resp
+
+    @cached_property
+    def kernel_arrays(self) -> tuple[np.ndarray, ...]:
+        """The graph as the compiled VB loop (``_link_kernel.c``) reads it: ``indptr`` and
+        ``bounds`` (int64), ``indices``, every entry's link code, ``left``, ``right`` and every
+        link's code (int32), where a link's code is ``2 · worker + label``: its weight and
+        constant depend on nothing else."""
+        if self.n_items >= 2**31 or 2 * self.n_workers >= 2**31:
+            raise ValueError("kernel_arrays: more than 2**31 items or workers")
+        code = (2 * np.asarray(self.worker, dtype=np.int64) + self.labels).astype(np.int32)
+        return (
+            np.ascontiguousarray(self.indptr, dtype=np.int64),
+            np.ascontiguousarray(self.indices, dtype=np.int32),
+            np.ascontiguousarray(code[self.link_of_entry]),
+            np.ascontiguousarray(self.left, dtype=np.int32),
+            np.ascontiguousarray(self.right, dtype=np.int32),
+            code,
+            np.ascontiguousarray(self.bounds, dtype=np.int64),
+        )
 
     def entries(self, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Both directions of every link as entries ``(row, column, weight)``, ``weights``

@@ -56,10 +56,33 @@ import numpy as np
 
 from .link_graph import LinkGraph
 
-__all__ = ["merge_columns", "delete_column", "merge_pair_weights", "reduce_clusters"]
+__all__ = [
+    "merge_columns",
+    "delete_column",
+    "merge_pair_weights",
+    "reduce_clusters",
+    "used_clusters",
+    "padded_to",
+]
 
 #: floor of a responsibility after a move, so that log q(z) stays finite
 _FLOOR = 1e-12
+
+
+def padded_to(resp: np.ndarray, n_clusters: int) -> np.ndarray:
+    """q(z) ``resp`` with at most ``n_clusters`` columns, padded with empty clusters (at the
+    floor) to ``n_clusters``."""
+    if resp.shape[1] > n_clusters:
+        raise ValueError(f"padded_to: {resp.shape[1]} clusters are more than {n_clusters}")
+    padded = np.hstack([resp, np.zeros((resp.shape[0], n_clusters - resp.shape[1]))])
+    return _floored(padded)
+
+
+def used_clusters(resp: np.ndarray) -> np.ndarray:
+    """Which clusters (columns of q(z) = ``resp``) are the most probable cluster of some item."""
+    used = np.zeros(resp.shape[1], dtype=bool)
+    used[np.argmax(resp, axis=1)] = True
+    return used
 
 
 def merge_columns(resp: np.ndarray, a: int, b: int) -> np.ndarray:
@@ -133,8 +156,7 @@ def reduce_clusters(
     resp = state.resp
     resp = _floored(resp[:, resp.sum(axis=0) >= 0.5])
     if resp.shape[1] <= n_clusters:
-        padded = np.hstack([resp, np.zeros((resp.shape[0], n_clusters - resp.shape[1]))])
-        return settle(_floored(padded))
+        return settle(padded_to(resp, n_clusters))
     run = None
     while resp.shape[1] > n_clusters:
         weights = weigh(state)

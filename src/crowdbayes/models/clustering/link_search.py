@@ -188,37 +188,43 @@ def block_search(
     two groups of one task sitting on each other's cluster). The objective is the hard
     version of the VB objective, ``Σ_l w_l [z_i = z_j] + Σ_i log π_{z_i}`` (module
     docstring); only improving moves are made, so it rises until no single move or swap helps.
+    Each block's clique is built once per search, and a joint re-placement that failed is
+    tried again only after a block it depends on moved (the same moves as trying it every time).
     """
     k = log_pi.size
     block, between, size, cluster = _block_graph(graph, weights, chosen)
     n_blocks = size.size
     score = np.asarray(between @ np.eye(k)[cluster]) + size[:, None] * log_pi
+    # A failed joint re-placement of b depends only on the score rows and clusters of its
+    # clique; ``touched[x]`` is the move after which x's row or cluster last changed,
+    # ``failed[b]`` the move count when b's last failed, so it is retried only after a change.
+    touched = np.zeros(n_blocks, dtype=np.int64)
+    failed = np.full(n_blocks, -1, dtype=np.int64)
+    moves = 0
 
     def move(b: int, target: int) -> None:
+        nonlocal moves
         lo, hi = between.indptr[b], between.indptr[b + 1]
         partners, w = between.indices[lo:hi], between.data[lo:hi]
         score[partners, cluster[b]] -= w
         score[partners, target] += w
         cluster[b] = target
+        moves += 1
+        touched[b] = moves
+        touched[partners] = moves
 
-    lookup = np.full(n_blocks, -1, dtype=np.int64)
+    cliques = _Cliques(between, k)
 
-    def reassign_clique(b: int, partners: np.ndarray, w: np.ndarray) -> bool:
+    def reassign_clique(b: int) -> bool:
         """Re-place ``b`` and the blocks it cannot-links with (those that all cannot-link
         each other: a worker's other groups in a task) jointly on distinct clusters, by
         an assignment problem; made only if the objective rises."""
-        candidates = partners[w < 0][np.argsort(w[w < 0])]
-        members = [b]
-        sub = _dense_block(between, np.concatenate([[b], candidates]), lookup)
-        kept = [0]
-        for position in range(1, sub.shape[0]):
-            if len(kept) < k and np.all(sub[position, kept] < 0):
-                kept.append(position)
-                members.append(int(candidates[position - 1]))
-        if len(members) < 2:
+        clique = cliques.of(b)
+        if clique is None:
             return False
-        members = np.array(members)
-        inner = sub[np.ix_(kept, kept)]
+        members, inner = clique
+        if failed[b] >= 0 and touched[members].max() <= failed[b]:
+            return False  # nothing it depends on moved since it last failed
         old = cluster[members]
         same_old = old[:, None] == old[None, :]
         external = score[members] - inner @ np.eye(k)[old]
@@ -229,6 +235,7 @@ def block_search(
             external[np.arange(members.size), old].sum() + 0.5 * inner[same_old].sum()
         )
         if gain <= 1e-9 or np.array_equal(new, old):
+            failed[b] = moves
             return False
         for member, target in zip(members, new, strict=True):
             if cluster[member] != target:
@@ -264,7 +271,7 @@ def block_search(
                     move(other, here)
                 improved = True
             elif partners.size:
-                improved |= reassign_clique(b, partners, w)
+                improved |= reassign_clique(b)
         if not improved:
             break
     return cluster[block]
@@ -289,32 +296,53 @@ def kempe_swaps(
     between = between.tocoo()
     i, j, w = between.row, between.col, between.data
     n_blocks, k = size.size, log_pi.size
+    position = np.empty(n_blocks, dtype=np.int64)
     total = 0.0
     for a in range(k):
         for b in range(a + 1, k):
             in_pair = (cluster == a) | (cluster == b)
+            nodes = np.flatnonzero(in_pair)
+            if nodes.size == 0:
+                continue
+            position[nodes] = np.arange(nodes.size)
             edge = in_pair[i] & in_pair[j]
-            ii, jj, ww = i[edge], j[edge], w[edge]
+            ii, jj, ww = position[i[edge]], position[j[edge]], w[edge]
             apart = ww < 0
-            chains = sp.csr_matrix(
-                (np.ones(apart.sum()), (ii[apart], jj[apart])), shape=(n_blocks, n_blocks)
-            )
-            n_chains, chain = connected_components(chains, directed=False)
+            n_chains, chain = _components(nodes.size, ii[apart], jj[apart])
+            here = cluster[nodes]
             crossing = chain[ii] != chain[jj]
-            flip = ww * (1.0 - 2.0 * (cluster[ii] == cluster[jj]))
+            flip = ww * (1.0 - 2.0 * (here[ii] == here[jj]))
             gain = np.bincount(
                 chain[ii[crossing]], weights=flip[crossing], minlength=n_chains
             ).astype(np.float64)
-            size_a = np.bincount(chain, weights=size * (cluster == a), minlength=n_chains)
-            size_b = np.bincount(chain, weights=size * (cluster == b), minlength=n_chains)
+            size_a = np.bincount(chain, weights=size[nodes] * (here == a), minlength=n_chains)
+            size_b = np.bincount(chain, weights=size[nodes] * (here == b), minlength=n_chains)
             gain += (size_a - size_b) * (log_pi[b] - log_pi[a])
-            gain[size_a + size_b == 0] = -np.inf
             best = int(np.argmax(gain))
             if gain[best] > 1e-9:
-                members = in_pair & (chain == best)
+                members = nodes[chain == best]
                 cluster[members] = np.where(cluster[members] == a, b, a)
                 total += float(gain[best])
     return cluster[block], total
+
+
+def _components(n: int, u: np.ndarray, v: np.ndarray) -> tuple[int, np.ndarray]:
+    """Connected components of the undirected graph on ``n`` nodes with edges ``u``–``v``:
+    ``(n_components, label)``, labelled in the order of each component's smallest node (as
+    :func:`scipy.sparse.csgraph.connected_components` labels them). Every node carries the
+    smallest node it is known to be joined to; edges and pointer jumping lower the labels
+    until they stop changing, when each is its component's smallest node."""
+    label = np.arange(n)
+    while u.size:
+        before = label.copy()
+        low = np.minimum(label[u], label[v])
+        np.minimum.at(label, u, low)
+        np.minimum.at(label, v, low)
+        label = label[label]
+        if np.array_equal(label, before):
+            break
+    roots, label = np.unique(label, return_inverse=True)
+    return roots.size, label
 
 
 def kempe_search(
@@ -352,15 +380,59 @@ def _block_graph(graph: LinkGraph, weights: np.ndarray, chosen: np.ndarray):
     return block, between, size, cluster
 
 
+class _Cliques:
+    """The clique of every block for the joint re-placement of :func:`block_search`, built on
+    first use: the block and, of the blocks it cannot-links (most negative weight first), each
+    that cannot-links all those taken before it, at most ``k`` in all. Returns ``(members,
+    inner)`` (the blocks and the weights between them) or None when no other block qualifies.
+    It depends on the block graph alone, so it is built once per search."""
+
+    def __init__(self, between: sp.csr_matrix, k: int) -> None:
+        self.between, self.k = between, k
+        self.lookup = np.full(between.shape[0], -1, dtype=np.int64)
+        self.cache: dict[int, tuple[np.ndarray, np.ndarray] | None] = {}
+
+    def of(self, b: int) -> tuple[np.ndarray, np.ndarray] | None:
+        if b not in self.cache:
+            self.cache[b] = self._build(b)
+        return self.cache[b]
+
+    def _build(self, b: int) -> tuple[np.ndarray, np.ndarray] | None:
+        lo, hi = self.between.indptr[b], self.between.indptr[b + 1]
+        partners, w = self.between.indices[lo:hi], self.between.data[lo:hi]
+        candidates = partners[w < 0][np.argsort(w[w < 0])]
+        sub = _dense_block(self.between, np.concatenate([[b], candidates]), self.lookup)
+        # scanning the candidates in order, one is taken when it conflicts with all taken
+        # before it: the next taken is the first later one that conflicts with all so far
+        conflicts = sub < 0
+        allowed = conflicts[:, 0].copy()
+        kept = [0]
+        while len(kept) < self.k:
+            later = allowed[kept[-1] + 1 :]
+            first = int(later.argmax()) if later.size else 0
+            if not later.size or not later[first]:
+                break
+            kept.append(kept[-1] + 1 + first)
+            allowed &= conflicts[:, kept[-1]]
+        if len(kept) < 2:
+            return None
+        kept = np.array(kept)
+        return np.concatenate([[b], candidates[kept[1:] - 1]]), sub[np.ix_(kept, kept)]
+
+
 def _dense_block(matrix: sp.csr_matrix, rows: np.ndarray, lookup: np.ndarray) -> np.ndarray:
     """``matrix[rows][:, rows]`` as a dense array, reading only those rows (``lookup`` is a
-    scratch array of -1s as long as the matrix, restored on return)."""
+    scratch array of -1s as long as the matrix, restored on return; the matrix has no
+    repeated entries)."""
     lookup[rows] = np.arange(rows.size)
+    starts, ends = matrix.indptr[rows], matrix.indptr[rows + 1]
+    lengths = ends - starts
+    entry = np.arange(lengths.sum()) + np.repeat(starts - np.cumsum(lengths) + lengths, lengths)
+    where = lookup[matrix.indices[entry]]
+    inside = where >= 0
     out = np.zeros((rows.size, rows.size))
-    for i, row in enumerate(rows):
-        lo, hi = matrix.indptr[row], matrix.indptr[row + 1]
-        where = lookup[matrix.indices[lo:hi]]
-        inside = where >= 0
-        out[i, where[inside]] = matrix.data[lo:hi][inside]
+    out[np.repeat(np.arange(rows.size), lengths)[inside], where[inside]] = matrix.data[entry][
+        inside
+    ]
     lookup[rows] = -1
     return out

@@ -53,6 +53,16 @@ over a Dask cluster), with the globals updated from the summed counts by
 :func:`link_global_update`. Only the VB is a sum; the search of
 :mod:`crowdbayes.models.clustering.link_search` is not.
 
+Compiled loop
+-------------
+In memory, :func:`run_link_vb` runs all the sweeps of one VB run in one call of
+``_link_kernel.c`` (when the package was built with a C compiler): a link's weight
+:math:`\mathbb{E}[w_l]` and constant :math:`\mathbb{E}[c_l]` depend only on its worker and
+label, so the loop keeps them, and the sums over links, per (worker, label), and updates the
+items colour class by colour class as above. It computes the same sweeps and stops by the same
+rule as :func:`iterate_link_vb` (digamma by its asymptotic series after shifting the argument
+above 6); the numbers agree to rounding (``tests/models/clustering/test_link_speed.py``).
+
 References
 ----------
 Luo, Y., Tian, T., Shi, J., Zhu, J. & Zhang, B. (2018). Semi-crowdsourced clustering with deep
@@ -77,6 +87,11 @@ from ...inference.driver import IterationResult, run_iterations
 from ...maths import dirichlet_expected_log, dirichlet_kl
 from .link_graph import LinkGraph
 
+try:
+    from . import _link_kernel as _kernel
+except ImportError:  # no compiler at install time: the numpy path
+    _kernel = None
+
 __all__ = [
     "LinkGlobals",
     "LinkStatistics",
@@ -87,8 +102,18 @@ __all__ = [
     "link_messages",
     "link_global_update",
     "iterate_link_vb",
+    "run_link_vb",
+    "kernel_available",
     "soften",
 ]
+
+#: sweeps before the ELBO change is tested (as in :func:`iterate_link_vb`)
+MIN_SWEEPS = 2
+
+
+def kernel_available() -> bool:
+    """Whether the compiled VB loop (``_link_kernel.c``) was built."""
+    return _kernel is not None
 
 
 @dataclass
@@ -311,8 +336,59 @@ def iterate_link_vb(
         sweep,
         max_iter=max_iter,
         tol=tol,
-        min_iter=2,
+        min_iter=MIN_SWEEPS,
         progress=progress,
         desc=desc,
     )
     return state, run
+
+
+def run_link_vb(
+    graph: LinkGraph,
+    resp: np.ndarray,
+    priors,
+    *,
+    max_iter: int,
+    tol: float | None,
+    progress: bool = False,
+    use_kernel: bool = True,
+) -> tuple[LinkVBState, IterationResult]:
+    """Coordinate-ascent VB over all links of ``graph`` in memory from q(z) = ``resp``:
+    :func:`iterate_link_vb` with :class:`LinkStatistics`, every sweep of it in one call of the
+    compiled loop ``_link_kernel.c`` where that was built (the same sweeps and stopping rule;
+    the numbers agree to rounding). ``progress=True`` or ``use_kernel=False`` (tests) keep to
+    the numpy path. Returns ``(state, run)``."""
+    small = graph.n_items < 2**31 and 2 * graph.n_workers < 2**31  # int32 codes
+    if progress or not use_kernel or _kernel is None or not small:
+        return iterate_link_vb(
+            resp,
+            priors,
+            LinkStatistics(graph),
+            graph.bounds,
+            max_iter=max_iter,
+            tol=tol,
+            progress=progress,
+        )
+    prior_pi, prior_alpha, prior_beta = (np.ascontiguousarray(p, dtype=np.float64) for p in priors)
+    resp = np.array(resp, dtype=np.float64, order="C")
+    log_resp = np.empty_like(resp)
+    prevalence = np.empty(prior_pi.size)
+    alpha, beta = np.empty((graph.n_workers, 2)), np.empty((graph.n_workers, 2))
+    history = np.empty(max_iter)
+    n_iter, converged = _kernel.vb_run(
+        *graph.kernel_arrays,
+        prior_pi,
+        prior_alpha,
+        prior_beta,
+        resp,
+        log_resp,
+        prevalence,
+        alpha,
+        beta,
+        history,
+        max_iter,
+        MIN_SWEEPS,
+        -1.0 if tol is None else float(tol),
+    )
+    state = LinkVBState(resp, log_resp, prevalence, alpha, beta)
+    return state, IterationResult(history[:n_iter].tolist(), n_iter, converged)

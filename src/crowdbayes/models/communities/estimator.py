@@ -33,6 +33,7 @@ from ...gp import (
     kept_comparisons,
     pair_probabilities,
 )
+from ...gp.inducing import prior_difference_variance
 from ...gp.prior import ITEM_PRIOR_CONSTRAINTS, item_inputs
 from ...inference import rhat
 from ...inference.announce import warn_unmixed
@@ -460,8 +461,7 @@ class CommunityPreferences(PairwiseScorer):
         li, ri = ids.get_indexer(left), ids.get_indexer(right)
         K_cross = self.kernel_(self._X[self._train], X)
         K_diff = K_cross[:, li] - K_cross[:, ri]
-        k = self.kernel_
-        prior_var = k.diag(X[li]) + k.diag(X[ri]) - 2 * k.paired(X[li], X[ri])
+        prior_var = prior_difference_variance(self.kernel_, X, li, ri)
         p = 0.5 * new_weight
         for version in np.flatnonzero(weights.any(axis=0)):
             mean_d, var_d = self._version_posterior(version).predict(K_diff, prior_var)

@@ -19,6 +19,7 @@ schedule with its own block updates.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 from collections.abc import Sequence
 from contextlib import contextmanager
@@ -92,15 +93,25 @@ class GPPLBase(GPPreferenceBase):
         previous: dict | None,
     ) -> InducingProjection:
         """The kernel and inducing inputs of this fit, as a projection: the previous fit's
-        when :meth:`_keeps_design` says so (a warm start), else built as a cold fit builds
-        them (:meth:`_setup_items`). Sets ``_design_items``, the number of compared items the
+        when :meth:`_keeps_design` says so (a warm start), or when a cold fit's design
+        (:meth:`_setup_items`) has the previous one's kernel (class and parameters) and
+        inducing inputs exactly (the strategies at the compared items, refitted to the same
+        items), else the cold fit's. A kept design is a :meth:`~InducingProjection.copy`
+        (the same arrays): :meth:`_lent_cross` swaps the kernel of this fit's projection, never
+        the previous estimator's. Sets ``_design_items``, the number of compared items the
         design was built on."""
         if previous is not None and self._keeps_design(previous, data, strategy, len(compared)):
             self._set_items(data, compared, 1.0, kernel=previous["kernel_"])
             self._design_items = previous["_design_items"]
-            return previous["_projection"]
+            return previous["_projection"].copy()
         kernel, Z = self._setup_items(data, compared, strategy, rng)
         self._design_items = len(compared)
+        if previous is not None and not isinstance(strategy, SVI):
+            kept = previous.get("_projection")
+            if _same_prior(kept, kernel, Z):
+                # the inducing inputs are the compared items: the same rows, kernel and prior
+                # covariance as before, so the previous posterior starts the fit as it is
+                return kept.copy()
         return InducingProjection(kernel, Z)
 
     def _keeps_design(
@@ -133,7 +144,7 @@ class GPPLBase(GPPreferenceBase):
     ) -> list[GaussianFactor]:
         """The previous posteriors ``factors`` (with ``scales``) at ``projection``'s inducing
         inputs: as they are when the design was kept, else re-expressed there."""
-        if projection is previous["_projection"]:
+        if projection.shares(previous["_projection"]):
             return list(factors)
         Z = inputs_in(previous, projection.Z, data.item_ids, data.has_features)
         return projected_factors(previous["_projection"], Z, factors, scales)
@@ -172,6 +183,11 @@ class GPPLBase(GPPreferenceBase):
         design and items) and let the engine read it for the compared items during the fit
         (:class:`~._items.KnownCross`)."""
         cached = (previous or {}).get("_item_cross")
+        if cached is not None and cached.projection is not projection:
+            if projection.shares(cached.projection) and projection.kernel is cached.kernel:
+                # a kept design (a copy): the previous cross-kernel, filed under this projection
+                cached = copy.copy(cached)
+                cached.projection = projection
         if cached is None or not cached.matches(projection, self._X):
             cached = ItemCross(projection, self._X)
         self._item_cross = cached
@@ -322,6 +338,28 @@ class GPPLBase(GPPreferenceBase):
         # the cross-kernel once per distinct item, not once per pair
         mean_d, var_d = self._projection.pair_moments(X, li, ri, self._factor, self.scale_)
         return pair_probabilities(mean_d, var_d, self.noise)
+
+
+def _same_prior(projection: InducingProjection | None, kernel: Kernel, Z: np.ndarray) -> bool:
+    """Whether ``projection`` has the kernel ``kernel`` (:func:`_same_kernel`), the inducing
+    inputs ``Z`` and the prior covariance ``kernel(Z)`` exactly. The kernel is compared as
+    well: one differing only along a feature constant over ``Z`` gives the same ``K_mm`` but
+    other predictions at new items."""
+    return (
+        projection is not None
+        and _same_kernel(projection.kernel, kernel)
+        and projection.Z.shape == Z.shape
+        and np.array_equal(projection.Z, Z)
+        and np.array_equal(projection.K_mm, kernel(Z))
+    )
+
+
+def _same_kernel(a: Kernel, b: Kernel) -> bool:
+    """Whether two kernels are of one class with equal parameters (length-scales, variance)."""
+    if type(a) is not type(b):
+        return False
+    va, vb = vars(a), vars(b)
+    return va.keys() == vb.keys() and all(_same_value(va[k], vb[k]) for k in va)
 
 
 def _same_value(a, b) -> bool:

@@ -8,10 +8,10 @@ import numbers
 import numpy as np
 import pandas as pd
 
-from ...base import Interval
+from ...base import Interval, Options
 from ...data.comparisons import Comparisons, as_comparisons
 from ...gp import EP, LatentPosterior, PairCounts, kept_comparisons, pair_probabilities
-from ...gp.inducing import chunks
+from ...gp.inducing import chunks, prior_difference_variance
 from ...kernels import Kernel
 from ...linalg import safe_cholesky
 from ._base import GPPreferenceBase, constraints_of
@@ -51,8 +51,13 @@ class GPPreferenceEP(GPPreferenceBase):
     ties : {"drop", "half"}
         Comparisons labelled ``"equal"``: dropped with a :class:`DataWarning` giving their count,
         or kept with likelihood ``Φ(z)^½ Φ(-z)^½`` (half a win for each side).
-    damping, max_iter, tol : EP settings (the :class:`~crowdbayes.gp.EP` strategy; see
-        :func:`~crowdbayes.gp.expectation_propagation`).
+    damping : float in (0, 1] or "auto"
+        Fraction of each parallel EP update applied. ``"auto"`` (the default): undamped sweeps,
+        the damping halved whenever the largest site change fails to shrink and doubled back
+        when it shrinks (the fixed point is the same; :mod:`crowdbayes.gp.ep`); ``0.5`` was the
+        fixed default before.
+    max_iter, tol : EP sweeps and the tolerance on the largest relative site change (the
+        :class:`~crowdbayes.gp.EP` strategy; see :func:`~crowdbayes.gp.expectation_propagation`).
     optimize_lengthscale : bool
         Maximise EP's log marginal likelihood over the log length-scales by L-BFGS-B
         (type-II maximum likelihood / ARD), starting from ``lengthscale`` and staying within
@@ -90,7 +95,7 @@ class GPPreferenceEP(GPPreferenceBase):
         "tol",
         "optimize_lengthscale",
         "progress",
-        damping=[Interval(numbers.Real, 0, 1, closed="right")],
+        damping=[Interval(numbers.Real, 0, 1, closed="right"), Options("auto")],
     )
     _transient = ("optimize_result_",)
 
@@ -102,7 +107,7 @@ class GPPreferenceEP(GPPreferenceBase):
         noise: float = 1.0,
         *,
         ties: str = "drop",
-        damping: float = 0.5,
+        damping: float | str = "auto",
         max_iter: int = 200,
         tol: float = 1e-6,
         optimize_lengthscale: bool = False,
@@ -224,11 +229,7 @@ class GPPreferenceEP(GPPreferenceBase):
         mean, var = np.empty(len(left)), np.empty(len(left))
         for rows in chunks(len(left)):
             li, ri = left[rows], right[rows]
-            prior_var = (
-                self.kernel_.diag(X[li])
-                + self.kernel_.diag(X[ri])
-                - 2 * self.kernel_.paired(X[li], X[ri])
-            )
+            prior_var = prior_difference_variance(self.kernel_, X, li, ri)
             mean[rows], var[rows] = self._posterior.predict(
                 K_cross[:, li] - K_cross[:, ri], prior_var
             )

@@ -155,15 +155,18 @@ class GPPLVI(GPPLBase):
     """GPPL by full-batch variational inference (Simpson & Gurevych, 2018, App. A; 2020,
     App. A): the GPPL model given the :class:`~crowdbayes.gp.VI` strategy, with the training
     items as inducing points and exact (not stochastic) updates
-    (:func:`crowdbayes.gp.variational_inference`). Deterministic. Cost ``O(N³)`` per iteration
-    in the number of compared items: for small data.
+    (:func:`crowdbayes.gp.variational_inference`; Anderson-accelerated, so the scale ``q(s)``
+    settles in about as many iterations as the mean). Deterministic. Cost ``O(N³)`` per
+    iteration in the number of compared items (one Cholesky factorisation; about a second for
+    1,000 items and 10,000 comparisons on one core): for small data.
 
     Parameters
     ----------
     {shared}
     max_iter, tol : int, float
         Iterations, and the tolerance on the root-mean-square change of the posterior mean
-        relative to its root-mean-square size.
+        relative to its root-mean-square size and on the relative change of the rate of
+        ``q(s)``, in one plain step.
     optimize_lengthscale : bool
         Maximise the bound over the log length-scales by L-BFGS-B (exact gradient here).
     progress : bool

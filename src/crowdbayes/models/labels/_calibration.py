@@ -1,4 +1,4 @@
-r"""Tempering a label model's task posteriors by an exponent learnt from held-out labels.
+r"""Tempering a label model's task posteriors by an exponent learnt from its own labels.
 
 A confusion-matrix model reads every label of a task as independent evidence of one shared
 confusion row per worker. Where tasks differ in difficulty (GLAD's misspecification,
@@ -6,16 +6,22 @@ Whitehill et al. 2009) the votes on hard tasks are closer to random than that, a
 posterior claims more than it delivers: on simulated tasks with log-normal easiness the
 hierarchical model's mean claimed probability of its answer exceeded its accuracy by 0.047
 (``benchmarks/defaults/results/calibration.md``). The reported posterior is therefore the
-tempered
+tempered (power) posterior
 
 .. math::
     p_a(c_i = k) \propto p(c_i = k \mid x)^{a}, \qquad 0 < a \le 1,
 
-which keeps the order of the classes, so every answer (``labels_``) is unchanged. The exponent
-is the one under which the labels themselves are best predicted when hidden (the predictive
-log score, Gneiting & Raftery 2007; no gold is used). Every label :math:`x_{ij}` of a task with
-at least three labels, from a worker with at least two
-(:func:`~crowdbayes.models.labels._held_out.held_out_rows`), is scored by
+which keeps the order of the classes, so every answer (``labels_``) is unchanged; the
+exponent plays the part of the learning rate of a generalised posterior (Grünwald 2012,
+SafeBayes; Holmes & Walker 2017), chosen without gold as the smaller of two exponents, each
+a check of a different kind of over-confidence: :math:`a = \min(a_h, a_d)`. Each check can
+only miss over-confidence (neither exponent exceeds 1, and 1 is what it gives where it sees
+none), so the reported posterior is the one tempered enough for both.
+
+**Held-out labels** (:math:`a_h`, :func:`fit_exponent`). The exponent under which the labels
+themselves are best predicted when hidden (the predictive log score, Gneiting & Raftery 2007).
+Every label :math:`x_{ij}` of a task with at least three labels, from a worker with at least
+two (:func:`~crowdbayes.models.labels._held_out.held_out_rows`), is scored by
 
 .. math::
     s_{ij}(a) = \log \sum_k p_a^{(-ij)}(c_i = k)\, \hat\theta^{(-ij)}_{j k x_{ij}},
@@ -37,12 +43,20 @@ hierarchical model's Gibbs draws),
 prior times :math:`\exp\mathbb{E}\log\theta` per label). The mean score over the held-out
 labels is maximised over :math:`a \in [a_{\min}, 1]` by a bounded scalar search (Brent).
 
-Held-out labels see a posterior from one label fewer than the reported one, so the exponent
+Held-out labels see a posterior from one label fewer than the reported one, so :math:`a_h`
 transfers where that does not change the kind of evidence: with five labels a task the gap on
-the binary GLAD scenario went from +0.047 to +0.008 (two draws pooled); with three labels a
-task and three classes, the two-label posteriors left after hiding one contain no 2–1 split,
-the vote that the full posterior is over-confident on, and the exponent stays near 1 (0.99
-and 0.96; gap +0.046 to +0.042). A model of task difficulty is needed there.
+the binary GLAD scenario went from +0.047 to +0.008 (two draws pooled). With three labels a
+task and three classes the two-label posteriors left after hiding one contain no 2–1 split,
+the vote that the full posterior is over-confident on, and :math:`a_h` stays near 1 (0.99
+and 0.96; gap +0.046 to +0.042).
+
+**Task difficulty** (:math:`a_d`, :func:`~._difficulty.difficulty_exponent`, module
+:mod:`._difficulty`). The votes of all the task's labels together read by a model with a task
+effect, GLAD's easiness acting on the odds of a correct label of each fitted row (Whitehill et
+al. 2009), with the spread of log easiness fitted by its posterior mode; :math:`a_d` is the
+power of the fitted posterior nearest (Kullback–Leibler) to that model's posterior, and 1
+where the fitted spread is 0. It sees what :math:`a_h` misses with three labels a task: on
+the three-class, three-label scenario the gap went from +0.046 to +0.025 (two draws pooled).
 
 References
 ----------
@@ -50,6 +64,10 @@ J. Whitehill, P. Ruvolo, T. Wu, J. Bergsma, J. Movellan. "Whose vote should coun
 NIPS (2009).
 T. Gneiting, A. E. Raftery. "Strictly proper scoring rules, prediction, and estimation",
 Journal of the American Statistical Association 102 (2007).
+P. Grünwald. "The safe Bayesian: learning the learning rate via the mixability gap",
+Algorithmic Learning Theory (2012).
+C. C. Holmes, S. G. Walker. "Assigning a value to a power likelihood in a general Bayesian
+model", Biometrika 104 (2017).
 """
 
 from __future__ import annotations
@@ -57,18 +75,21 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.optimize import minimize_scalar
-from scipy.special import digamma, logsumexp, softmax
+from scipy.special import digamma, logsumexp
 
 from ...data import Labels
-from ._base import feedback_tasks
+from ._difficulty import difficulty_exponent
 from ._held_out import HELD_OUT_FLOOR as _FLOOR
-from ._held_out import held_out_rows
+from ._held_out import MIN_EXPONENT, best_exponent, held_out_rows, rows_without_label, temper
 
-__all__ = ["HeldOutLabels", "calibration_exponent", "fit_exponent", "held_out_labels", "temper"]
-
-#: the smallest exponent searched: a = 0.05 already makes a 0.99 posterior of two classes 0.56
-MIN_EXPONENT = 0.05
+__all__ = [
+    "MIN_EXPONENT",
+    "HeldOutLabels",
+    "calibration_exponent",
+    "fit_exponent",
+    "held_out_labels",
+    "temper",
+]
 
 
 @dataclass(frozen=True)
@@ -108,18 +129,13 @@ def held_out_labels(
     rows = held_out_rows(labels)
     if not len(rows):
         return None
-    tasks, workers = labels.task_codes[rows], labels.worker_codes[rows]
-    observed = labels.label_codes[rows]
-    picked = np.arange(len(rows))
-    rows_of = concentration[workers]  # (n, K, K)
-    totals = rows_of.sum(axis=2).T  # (K, n)
-    own = rows_of[picked, :, observed].T
+    totals, own, weight = rows_without_label(labels, rows, probas, concentration)
+    totals, own, weight = totals.T, own.T, weight.T  # class-major (K, n)
     own_log = digamma(own) - digamma(totals) if expected_log else np.log(own / totals)
     with np.errstate(divide="ignore"):
-        log_posterior = np.log(probas[:, tasks]) - own_log
+        log_posterior = np.log(probas[:, labels.task_codes[rows]]) - own_log
     log_posterior -= logsumexp(log_posterior, axis=0, keepdims=True)
     # the label's expected count leaves the row, where its task fed back into the row
-    weight = probas[:, tasks] * feedback_tasks(labels)[tasks]
     left = np.maximum(own - weight, 0.0)
     likelihood = np.maximum(left / np.maximum(totals - weight, _FLOOR), _FLOOR)
     return HeldOutLabels(log_posterior, likelihood, rows)
@@ -130,26 +146,13 @@ def fit_exponent(held_out: HeldOutLabels | None) -> float:
     nothing is held out)."""
     if held_out is None:
         return 1.0
-    best = minimize_scalar(
-        lambda a: -held_out.scores(a).mean(),
-        bounds=(MIN_EXPONENT, 1.0),
-        method="bounded",
-        options={"xatol": 1e-3},
-    )
-    # the bounded search never evaluates the end point itself
-    return 1.0 if held_out.scores(1.0).mean() >= -best.fun else float(best.x)
-
-
-def temper(probas: np.ndarray, exponent: float) -> np.ndarray:
-    """Class-major (K, n_tasks) ``probas`` raised to ``exponent`` and normalised per task."""
-    if exponent == 1.0:
-        return probas
-    with np.errstate(divide="ignore"):
-        return softmax(exponent * np.log(probas), axis=0)
+    return best_exponent(lambda a: -held_out.scores(a).mean())
 
 
 def calibration_exponent(
     labels: Labels, probas: np.ndarray, concentration: np.ndarray, *, expected_log: bool
 ) -> float:
-    """:func:`fit_exponent` of :func:`held_out_labels` (module docstring)."""
-    return fit_exponent(held_out_labels(labels, probas, concentration, expected_log=expected_log))
+    """:math:`\\min(a_h, a_d)`: :func:`fit_exponent` of :func:`held_out_labels` and
+    :func:`~._difficulty.difficulty_exponent` (module docstring)."""
+    held_out = held_out_labels(labels, probas, concentration, expected_log=expected_log)
+    return min(fit_exponent(held_out), difficulty_exponent(labels, probas, concentration))

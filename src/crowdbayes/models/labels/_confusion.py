@@ -23,7 +23,7 @@ import numpy as np
 
 from ...annotators import confusion_statistics, label_log_likelihood
 from ...annotators.confusion import label_log_likelihood_offsets
-from ...annotators.confusion_pass import confusion_pass
+from ...annotators.confusion_pass import confusion_pass, prepare_layout
 from ...data.labels import LabelBlock
 from ...inference.statistics import Globals, Stats
 from ...maths import softmax_classes
@@ -71,6 +71,8 @@ class ConfusionStatsModel(StatsLabelModel):
                 globals_["log_confusion"],
                 globals_["log_prevalence"],
                 confusion=confusion,
+                # the posteriors only where the caller keeps them (or the entropy needs them)
+                probas=tasks is not None or self.needs_entropy,
             )
         if fused is None:
             return self._numpy_local_stats(block, globals_, tasks, cut)
@@ -111,8 +113,9 @@ class ConfusionStatsModel(StatsLabelModel):
         """The tasks cut from the statistics (:func:`feedback_tasks`), or None if none is."""
         if not self.cut_single_worker_tasks:
             return None
-        cut = ~feedback_tasks(block)
-        return cut if cut.any() else None
+        prepare_layout(block)  # the pass's layout counts each task's workers on the way
+        fed_back = feedback_tasks(block)
+        return None if fed_back.all() else ~fed_back
 
     def _posterior_stats(
         self, block: LabelBlock, resp: np.ndarray, log_evidence: float, cut: np.ndarray | None

@@ -1,22 +1,44 @@
 """Which labels may be hidden to score a label model on its own labels, shared by the automatic
-model choice (:mod:`.auto`) and the calibration exponent (:mod:`._calibration`).
+model choice (:mod:`.auto`) and the calibration exponent (:mod:`._calibration`,
+:mod:`._difficulty`), and the pieces the calibration exponent's two parts share.
 
 A label can be hidden when its task keeps at least two other labels and its worker at least one
 other (so that a refit still knows the worker and the task). Hidden labels are scored by their
 predictive probability, floored at :data:`HELD_OUT_FLOOR`: a model that rules a label out
 entirely is penalised by log(1e-6) for it, not by minus infinity.
+
+The calibration exponent's parts both read a label against its worker's confusion rows
+without it (:func:`rows_without_label`: the Dirichlet concentration :math:`A_{jk:}` less the
+label's expected count :math:`p(c_i = k \\mid x)\\, e_{x_{ij}}`), and both choose an exponent
+of the tempered family :math:`p_a \\propto p^a` (:func:`temper`) in :math:`[a_{\\min}, 1]`
+(:func:`best_exponent`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
+from scipy.optimize import minimize_scalar
+from scipy.special import softmax
 
 from ...data import Labels
+from ._base import feedback_tasks
 
-__all__ = ["HELD_OUT_FLOOR", "held_out_folds", "held_out_rows"]
+__all__ = [
+    "HELD_OUT_FLOOR",
+    "MIN_EXPONENT",
+    "best_exponent",
+    "held_out_folds",
+    "held_out_rows",
+    "rows_without_label",
+    "temper",
+]
 
 #: the smallest predictive probability a hidden label is scored at
 HELD_OUT_FLOOR = 1e-6
+#: the smallest exponent searched: a = 0.05 already makes a 0.99 posterior of two classes 0.56
+MIN_EXPONENT = 0.05
 
 
 def held_out_rows(labels: Labels) -> np.ndarray:
@@ -40,3 +62,38 @@ def held_out_folds(labels: Labels, n_folds: int, rng: np.random.Generator) -> li
     rank = np.arange(len(tasks)) - np.repeat(starts, np.diff(np.r_[starts, len(tasks)]))
     rows = shuffled[order]
     return [np.sort(rows[rank == fold]) for fold in range(n_folds)]
+
+
+def rows_without_label(
+    labels: Labels, rows: np.ndarray, probas: np.ndarray, concentration: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """For the labels at positions ``rows``, each (n, K) over the classes k: the total
+    :math:`\\sum_x A_{jkx}` of the label's worker's row k in ``concentration`` (workers, K, K),
+    its entry :math:`A_{jkx_{ij}}` at the label, and the label's expected count in the row,
+    :math:`p(c_i = k \\mid x)` from class-major ``probas`` (K, n_tasks) where the task fed
+    back into the rows (0 where not). The row without the label is the first two less the
+    third; how to floor the difference is the caller's. Gathers (n, K), never the (n, K, K)
+    rows themselves."""
+    tasks, workers = labels.task_codes[rows], labels.worker_codes[rows]
+    totals = concentration.sum(axis=2)[workers]
+    own = concentration[workers, :, labels.label_codes[rows]]
+    weight = (probas[:, tasks] * feedback_tasks(labels)[tasks]).T
+    return totals, own, weight
+
+
+def best_exponent(loss: Callable[[float], float]) -> float:
+    """The exponent in [:data:`MIN_EXPONENT`, 1] of the smallest ``loss``: a bounded scalar
+    search (Brent) to 1e-3, and 1 itself where it does at least as well (the bounded search
+    never evaluates the end point)."""
+    best = minimize_scalar(
+        loss, bounds=(MIN_EXPONENT, 1.0), method="bounded", options={"xatol": 1e-3}
+    )
+    return 1.0 if loss(1.0) <= best.fun else float(best.x)
+
+
+def temper(probas: np.ndarray, exponent: float) -> np.ndarray:
+    """Class-major (K, n_tasks) ``probas`` raised to ``exponent`` and normalised per task."""
+    if exponent == 1.0:
+        return probas
+    with np.errstate(divide="ignore"):
+        return softmax(exponent * np.log(probas), axis=0)

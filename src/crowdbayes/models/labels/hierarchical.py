@@ -131,11 +131,13 @@ class HierarchicalAnnotation(LabelModel):
         variational Bayes posterior of :class:`BayesianDawidSkene`.
     calibrate : bool
         Report the posterior raised to the power ``calibration_exponent_`` ≤ 1 and normalised,
-        the exponent under which held-out labels are best predicted
+        the smaller of the exponent under which held-out labels are best predicted and the
+        one nearest the posterior of a task-difficulty (GLAD) model fitted to the labels
         (:mod:`crowdbayes.models.labels._calibration`; answers unchanged, no gold used).
         Tasks of unequal difficulty make the plain posterior over-confident: on simulated
-        GLAD-difficulty data (binary, five labels a task) claimed minus actual accuracy
-        went from +0.047 to +0.008 (two draws; ``benchmarks/defaults/results/calibration.md``).
+        GLAD-difficulty data claimed minus actual accuracy went from +0.047 to +0.008 (binary,
+        five labels a task) and from +0.046 to +0.025 (three classes, three labels a task;
+        two draws each; ``benchmarks/defaults/results/calibration.md``).
         ``False`` reports the posterior itself (``calibration_exponent_`` = 1).
     n_jobs : int or None
         Processes the chains run on (forked; ``-1``: every available core). ``None`` (default)

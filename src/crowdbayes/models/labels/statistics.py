@@ -11,6 +11,7 @@ model, and :meth:`StatsLabelModel.partial_fit` for batches of new tasks.
 
 from __future__ import annotations
 
+import itertools
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -116,10 +117,11 @@ class StatsLabelModel(LabelModel):
         """The in-memory fit: :func:`iterate_statistics` with one partition, the whole table
         (``callback(iteration, objective)`` after every iteration)."""
         tasks: dict = {}
+        kept = self._kept_posteriors(tasks)
         fit = iterate_statistics(
             self,
             initial=lambda: self.initial_stats(labels),
-            pass_stats=lambda g: self.local_stats(labels, g, tasks),
+            pass_stats=lambda g: self.local_stats(labels, g, kept()),
             initial_globals=initial_globals,
             callback=callback,
         )
@@ -127,6 +129,15 @@ class StatsLabelModel(LabelModel):
         self._set_task_results(labels, tasks["probas"])
         if "labels" in tasks:  # a model's own winners (majority vote's tie-breaks)
             self.labels_[:] = labels.classes[tasks["labels"]]
+
+    def _kept_posteriors(self, tasks: dict) -> Callable[[], dict | None]:
+        """The ``tasks`` argument of a fit's passes, one call per pass: None for the passes whose
+        posteriors a later pass overwrites for certain (with ``tol`` None every iteration runs,
+        so all but the last), for which :meth:`local_stats` need not compute them, and
+        ``tasks`` for the others."""
+        skip = self.max_iter - 1 if self.iterative and self.tol is None else 0
+        passes = itertools.count()
+        return lambda: tasks if next(passes) >= skip else None
 
     def _set_fit(self, fit: StatsFit, ids) -> None:
         """Store the iteration summary and every global result; ``ids`` has ``workers``,
@@ -263,10 +274,11 @@ class StatsLabelModel(LabelModel):
             old, start, start
         )
         tasks: dict = {}
+        kept = self._kept_posteriors(tasks)
         fit = iterate_statistics(
             self,
             initial=lambda: add_stats(old, self.initial_stats(block)),
-            pass_stats=lambda g: add_stats(old, self.local_stats(block, g, tasks)),
+            pass_stats=lambda g: add_stats(old, self.local_stats(block, g, kept())),
             initial_globals=start,
             objective_offset=untouched,
         )
