@@ -13,11 +13,15 @@ numpy sweeps (same results to rounding, slower).
 
 from setuptools import Extension, setup
 
+#: the buffer-size check the three numeric kernels share (shipped with them)
+BUFFER_CHECK = "src/crowdbayes/_buffer_check.h"
+
 setup(
     ext_modules=[
         Extension(
             "crowdbayes.annotators._confusion_kernel",
             sources=["src/crowdbayes/annotators/_confusion_kernel.c"],
+            depends=[BUFFER_CHECK],
             extra_compile_args=["-O3", "-pthread"],
             extra_link_args=["-pthread"],
             optional=True,
@@ -25,6 +29,7 @@ setup(
         Extension(
             "crowdbayes.models.plackett_luce._pair_kernel",
             sources=["src/crowdbayes/models/plackett_luce/_pair_kernel.c"],
+            depends=[BUFFER_CHECK],
             extra_compile_args=["-O3"],
             optional=True,
         ),
@@ -37,6 +42,7 @@ setup(
         Extension(
             "crowdbayes.models.clustering._link_kernel",
             sources=["src/crowdbayes/models/clustering/_link_kernel.c"],
+            depends=[BUFFER_CHECK],
             extra_compile_args=["-O3"],
             optional=True,
         ),

@@ -40,6 +40,7 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include "../_buffer_check.h"
 #include <math.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -466,15 +467,6 @@ static double smallest_log2(const double *x, Py_ssize_t n) {
     for (; i < n; i++)
         if (x[i] > 0.0 && x[i] < smallest) smallest = x[i];
     return smallest == INFINITY ? 0.0 : log2(smallest);
-}
-
-static int check_size(Py_buffer *buf, Py_ssize_t items, Py_ssize_t itemsize, const char *name) {
-    if (buf->len < items * itemsize) {
-        PyErr_Format(PyExc_ValueError, "%s: buffer too small (%zd bytes, need %zd)", name,
-                     buf->len, items * itemsize);
-        return 0;
-    }
-    return 1;
 }
 
 /* The expected counts out[j, k, x] (W x K x K) from counts[(j*K + x)*C + k] for the classes

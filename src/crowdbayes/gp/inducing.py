@@ -78,14 +78,18 @@ class InducingProjection:
 
     def weights(self, X: np.ndarray) -> np.ndarray:
         """``A = K_xm K_mm⁻¹`` (n, M)."""
-        return cholesky_solve(self.chol, self.kernel(self.Z, X)).T
+        return self._cross_and_weights(X)[1]
+
+    def _cross_and_weights(self, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``K_mx`` (M, n) and the weights ``A = K_xm K_mm⁻¹`` (n, M) at the rows of ``X``."""
+        K_mx = self.kernel(self.Z, X)
+        return K_mx, cholesky_solve(self.chol, K_mx).T
 
     def predict(
         self, X: np.ndarray, factor: GaussianFactor, scale: GammaFactor
     ) -> tuple[np.ndarray, np.ndarray]:
         """Marginal mean and variance at the rows of ``X``."""
-        K_mx = self.kernel(self.Z, X)
-        A = cholesky_solve(self.chol, K_mx).T
+        K_mx, A = self._cross_and_weights(X)
         var = (self.kernel.diag(X) - np.einsum("nm,mn->n", A, K_mx)) / scale.mean
         var = var + quadratic_rows(A, factor.cov)
         return A @ factor.mean, np.maximum(var, 0.0)
@@ -94,8 +98,7 @@ class InducingProjection:
         self, X: np.ndarray, factor: GaussianFactor, scale: GammaFactor
     ) -> tuple[np.ndarray, np.ndarray]:
         """Mean and full covariance at the rows of ``X`` (draft Eqs. 9–10, corrected)."""
-        K_mx = self.kernel(self.Z, X)
-        A = cholesky_solve(self.chol, K_mx).T
+        K_mx, A = self._cross_and_weights(X)
         cov = (self.kernel(X) - A @ K_mx) / scale.mean + A @ factor.cov @ A.T
         return A @ factor.mean, 0.5 * (cov + cov.T)
 
@@ -123,8 +126,7 @@ class InducingProjection:
         """As :meth:`difference_moments` for pairs of rows ``(left, right)`` of ``X``: the
         cross-covariances are computed once per item, not once per pair, and the pairs are
         taken in chunks (memory ``O(len(X) · M + chunk · (M + D))``, not ``O(P · M)``)."""
-        K_mx = self.kernel(self.Z, X)
-        A = cholesky_solve(self.chol, K_mx).T
+        K_mx, A = self._cross_and_weights(X)
         AS = A @ factor.cov
         n = len(left)
         mean, var = np.empty(n), np.empty(n)
@@ -153,8 +155,7 @@ class InducingProjection:
         numbers through memory several times: cheaper when the pairs outnumber the rows of
         ``X`` (full-batch VI, whose inducing inputs are its items), and memory
         ``O(len(X)²)``."""
-        K_mx = self.kernel(self.Z, X)
-        A = cholesky_solve(self.chol, K_mx).T
+        K_mx, A = self._cross_and_weights(X)
         explained = A @ K_mx
         learnt = (A @ factor.cov) @ A.T
         var = np.empty(len(left))

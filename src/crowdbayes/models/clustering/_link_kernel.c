@@ -23,19 +23,11 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include "../../_buffer_check.h"
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-
-static int check_size(Py_buffer *buf, Py_ssize_t items, Py_ssize_t itemsize, const char *name) {
-    if (buf->len < items * itemsize) {
-        PyErr_Format(PyExc_ValueError, "%s: buffer too small (%zd bytes, need %zd)", name,
-                     buf->len, items * itemsize);
-        return 0;
-    }
-    return 1;
-}
 
 /* psi(x) for x > 0: psi(x) = psi(x + n) - sum_{j<n} 1/(x + j), then the asymptotic series
  * log x - 1/(2x) - sum_k B_2k / (2k x^2k) at x >= 6. */

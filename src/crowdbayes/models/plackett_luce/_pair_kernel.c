@@ -16,18 +16,10 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include "../../_buffer_check.h"
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
-
-static int check_size(Py_buffer *buf, Py_ssize_t items, Py_ssize_t itemsize, const char *name) {
-    if (buf->len < items * itemsize) {
-        PyErr_Format(PyExc_ValueError, "%s: buffer too small (%zd bytes, need %zd)", name,
-                     buf->len, items * itemsize);
-        return 0;
-    }
-    return 1;
-}
 
 /* den[i] = Σ over the comparisons of item i of 1 / (s_a + s_b); with a totals buffer of the
  * same scores given (have_totals), the sums are not recomputed. */
