@@ -12,7 +12,8 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from crowdbayes.active.audit import answer_change, audit_accuracy, plan_audit
+from crowdbayes.active.audit import audit_accuracy, plan_audit
+from crowdbayes.annotators.questions import answer_change
 from crowdbayes.metrics.audit import check_audit
 
 

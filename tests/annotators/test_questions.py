@@ -6,7 +6,10 @@ import numpy as np
 import pytest
 
 from crowdbayes.annotators.questions import (
+    UNCERTAINTY_BIN,
+    answer_change,
     entropy,
+    expected_answer_changes,
     held_out_confusion,
     held_out_confusion_counts,
     label_question_values,
@@ -41,6 +44,26 @@ def test_information_and_accuracy_values_match_brute_force(K):
         assert info[i] == pytest.approx(expected_info, abs=1e-12)
         assert gain[i] == pytest.approx(max(expected_gain, 0.0), abs=1e-12)
     np.testing.assert_allclose(label_question_values(p, theta, "uncertainty"), entropy(p))
+
+
+@pytest.mark.parametrize("K", [2, 4])
+def test_uncertainty_changes_orders_by_entropy_bin_then_expected_changes(K):
+    """The score's order is the lexicographic order of (entropy bin, expected changes), and
+    the expected changes are the best look-ahead rate of the brute-force change probability."""
+    rng = np.random.default_rng(10 + K)
+    p = rng.dirichlet(np.full(K, 0.7), size=300)
+    theta = np.array([rng.dirichlet(np.ones(K) + 4 * np.eye(K)[k]) for k in range(K)])
+    score = label_question_values(p, theta, "uncertainty_changes")
+    width = UNCERTAINTY_BIN * np.log(K)
+    bins = np.floor(entropy(p) / width)
+    changes = expected_answer_changes(p, theta)
+    assert ((0 <= changes) & (changes <= 1)).all()
+    assert (np.floor(score / width + 1e-9) == bins).all()  # the score stays in its bin
+    by_score = np.argsort(-score, kind="stable")
+    by_pair = np.lexsort((-changes, -bins))
+    np.testing.assert_array_equal(score[by_score], score[by_pair])
+    rates = [answer_change(p, theta, m) / m for m in (1, 2, 3)]
+    np.testing.assert_allclose(changes, np.max(rates, axis=0))
 
 
 def test_values_vanish_for_a_useless_worker_or_a_certain_task():

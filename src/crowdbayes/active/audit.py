@@ -12,13 +12,12 @@ expected number of answers that more labels would change.
 
 from __future__ import annotations
 
-import itertools
-import math
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from ..annotators.questions import expected_answer_changes
 from ..metrics import audit as _audit
 
 __all__ = ["audit_accuracy", "expected_changes", "plan_audit"]
@@ -49,46 +48,13 @@ def audit_accuracy(
     return _audit.audit_accuracy(posteriors, audit, level=level, answers=answers)
 
 
-#: ``expected_changes`` looks up to this many labels ahead
-LOOK_AHEAD = 3
-
-
-def answer_change(probas: np.ndarray, confusion: np.ndarray, labels: int = 1) -> np.ndarray:
-    r"""The probability that ``labels`` more labels change a task's answer: with the class
-    posterior :math:`p` and the answering worker's confusion :math:`\theta` (as in
-    :mod:`crowdbayes.annotators.questions`), the labels' counts :math:`c` (a multiset of
-    ``labels`` classes) have probability
-    :math:`q_c = \sum_k p_k \binom{m}{c} \prod_x \theta_{kx}^{c_x}` and move the posterior to
-    :math:`p'_k(c) \propto p_k \prod_x \theta_{kx}^{c_x}`, so
-
-    .. math::
-        P(\text{change}) = \sum_c q_c \, 1[\arg\max_k p'_k(c) \ne \arg\max_k p_k].
-
-    This is the look-ahead of the model itself (as trustworthy as its confusion estimates).
-    ``probas`` (n, K); ``confusion`` (n, K, K) or (K, K)."""
-    p = np.asarray(probas, dtype=np.float64)
-    k = p.shape[1]
-    theta = np.broadcast_to(np.asarray(confusion, dtype=np.float64), (len(p), k, k))
-    current = p.argmax(axis=1)
-    change = np.zeros(len(p))
-    for drawn in itertools.combinations_with_replacement(range(k), labels):
-        counts = np.bincount(drawn, minlength=k)
-        ways = math.factorial(labels) / np.prod([math.factorial(c) for c in counts])
-        joint = p * ways * np.prod(theta ** counts[None, None, :], axis=2)  # (n, K true)
-        change += joint.sum(axis=1) * (joint.argmax(axis=1) != current)
-    return change
-
-
 def expected_changes(model: Any, questions: pd.DataFrame) -> np.ndarray:
     """The answer changes one label of each question that ``model.suggest`` returned
-    (``task``, and ``worker`` when a worker is named) is expected to buy: the most, over
-    :math:`m \\le` :data:`LOOK_AHEAD` more labels of the task from the same worker's
-    confusion, of :func:`answer_change` divided by :math:`m` (one label alone can rarely turn
-    an answer that a single label made: it makes a tie; two can). A task the model has not
-    seen has the prevalence as its posterior."""
+    (``task``, and ``worker`` when a worker is named) is expected to buy
+    (:func:`crowdbayes.annotators.questions.expected_answer_changes` with the answering
+    worker's question confusion). A task the model has not seen has the prevalence as its
+    posterior."""
     probas = model.probas_.reindex(questions["task"]).to_numpy(dtype=np.float64, copy=True)
     unseen = np.isnan(probas).any(axis=1)
     probas[unseen] = model.prevalence_.to_numpy()
-    confusion = model._question_confusion(questions)
-    rates = [answer_change(probas, confusion, m) / m for m in range(1, LOOK_AHEAD + 1)]
-    return np.max(rates, axis=0)
+    return expected_answer_changes(probas, model._question_confusion(questions))

@@ -37,7 +37,7 @@ from .convert import add_format_option
 __all__ = ["FAMILY", "LABELS", "QUESTION_STRATEGIES", "STOP_RULES", "register"]
 
 #: the strategies of ``labels next`` (a test checks them against the label models')
-QUESTION_STRATEGIES = ("information", "accuracy", "uncertainty", "random")
+QUESTION_STRATEGIES = ("information", "accuracy", "uncertainty", "uncertainty_changes", "random")
 
 LABELS = ModelTable(
     "labels",

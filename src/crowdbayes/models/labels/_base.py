@@ -356,10 +356,13 @@ class LabelModel(LabelAggregator):
     default_question_strategy = "information"
     #: ... and when they name no worker: the posterior entropy. Replayed on the twelve shared
     #: label sets (one label per task to start, rounds of a quarter of the tasks, 2-4 labels
-    #: per task), the information gain with the label-weighted mean confusion scored 0.0014
-    #: below it on average, below by more than a paired s.e. on 2 sets (Web -0.017, S_Adult
-    #: -0.004) and above by more on none; no other rule tried held up against it when chosen
-    #: leave one set out (benchmarks/active/results/active_labels_taskonly.md; issue 43)
+    #: per task), no other rule held up against it: the information gain with the
+    #: label-weighted mean confusion scored 0.0001 below it on average (20 seeds), and
+    #: ``"uncertainty_changes"``, chosen leave one set out when BayesianDawidSkene picks the
+    #: questions (+0.0015, below on no set over 20 seeds), is 0.0010 below it when the default
+    #: model of ``labels next`` (HierarchicalAnnotation) picks them, below on 3 of 12 sets
+    #: (7 seeds; benchmarks/active/results/active_labels_taskonly_20seeds.md,
+    #: active_labels_taskonly_hierarchical_7seeds.md; issue 43)
     task_question_strategy = "uncertainty"
 
     def _auto_strategy(self, candidates, available) -> str:
