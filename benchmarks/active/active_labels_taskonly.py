@@ -342,12 +342,10 @@ def loso(scores: pd.DataFrame, rules, criterion: str = "never-lose") -> pd.DataF
         else:
             chosen = others.sort_values(["below", "mean"], ascending=[True, False]).index[0]
         row = {"set": name, "chosen": chosen, "accuracy": means.at[name, chosen]}
+        per_seed = scores[scores["set"] == name].pivot(index="seed", columns="rule", values="score")
         for other, label in COMPARED:
             if other not in rules:
                 continue
-            per_seed = scores[scores["set"] == name].pivot(
-                index="seed", columns="rule", values="score"
-            )
             gap = per_seed[chosen] - per_seed[other]
             row[f"− {label}"] = gap.mean()
             row[f"s.e. {label}"] = gap.std(ddof=1) / np.sqrt(len(gap)) if len(gap) > 1 else np.nan

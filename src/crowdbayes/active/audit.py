@@ -54,7 +54,6 @@ def expected_changes(model: Any, questions: pd.DataFrame) -> np.ndarray:
     (:func:`crowdbayes.annotators.questions.expected_answer_changes` with the answering
     worker's question confusion). A task the model has not seen has the prevalence as its
     posterior."""
-    probas = model.probas_.reindex(questions["task"]).to_numpy(dtype=np.float64, copy=True)
-    unseen = np.isnan(probas).any(axis=1)
-    probas[unseen] = model.prevalence_.to_numpy()
-    return expected_answer_changes(probas, model._question_confusion(questions))
+    return expected_answer_changes(
+        model._question_posteriors(questions), model._question_confusion(questions)
+    )

@@ -388,9 +388,7 @@ class LabelModel(LabelAggregator):
         first, before any task appears a second time.
         """
         questions = self._question_table(candidates, available)
-        probas = self.probas_.reindex(questions["task"]).to_numpy(dtype=np.float64, copy=True)
-        unseen = np.isnan(probas).any(axis=1)
-        probas[unseen] = self.prevalence_.to_numpy()
+        probas = self._question_posteriors(questions)
         if confidence is not None:
             keep = probas.max(axis=1) < confidence
             questions, probas = questions[keep].reset_index(drop=True), probas[keep]
@@ -422,6 +420,14 @@ class LabelModel(LabelAggregator):
             else:
                 table = table.merge(pd.DataFrame({"worker": workers}), how="cross")
         return table.reset_index(drop=True)
+
+    def _question_posteriors(self, questions: pd.DataFrame) -> np.ndarray:
+        """The class posterior of each question's task, (n, K); a task the fit has not seen
+        has the prevalence."""
+        probas = self.probas_.reindex(questions["task"]).to_numpy(dtype=np.float64, copy=True)
+        unseen = np.isnan(probas).any(axis=1)
+        probas[unseen] = self.prevalence_.to_numpy()
+        return probas
 
     def _question_confusion(self, questions: pd.DataFrame) -> np.ndarray:
         """The answering worker's confusion matrix per question (module docstring of
