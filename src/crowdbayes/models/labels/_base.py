@@ -356,12 +356,11 @@ class LabelModel(LabelAggregator):
     default_question_strategy = "information"
     #: ... and when they name no worker: the posterior entropy. Replayed on the twelve shared
     #: label sets (one label per task to start, rounds of a quarter of the tasks, 2-4 labels
-    #: per task), no other rule held up against it: the information gain with the
-    #: label-weighted mean confusion scored 0.0001 below it on average (20 seeds), and
-    #: ``"uncertainty_changes"``, chosen leave one set out when BayesianDawidSkene picks the
-    #: questions (+0.0015, below on no set over 20 seeds), is 0.0010 below it when the default
-    #: model of ``labels next`` (HierarchicalAnnotation) picks them, below on 3 of 12 sets
-    #: (7 seeds; benchmarks/active/results/active_labels_taskonly_20seeds.md,
+    #: per task), no rule held up against it under every model that might choose: the
+    #: information gain with the label-weighted mean confusion scored 0.0001 below it on
+    #: average (20 seeds), and ``"uncertainty_changes"`` (BayesianDawidSkene's task-only rule,
+    #: +0.0015 when it chooses) is 0.0010 below it when HierarchicalAnnotation chooses, below on
+    #: 3 of 12 sets (7 seeds; benchmarks/active/results/active_labels_taskonly_20seeds.md,
     #: active_labels_taskonly_hierarchical_7seeds.md; issue 43)
     task_question_strategy = "uncertainty"
 

@@ -36,9 +36,18 @@ sigmoid = expit
 
 def jj_lambda(xi: np.ndarray) -> np.ndarray:
     """λ(ξ) = tanh(ξ/2) / (4ξ), an even function with λ(0) = 1/8 (its limit)."""
+    return jj_lambda_parts(xi)[0]
+
+
+def jj_lambda_parts(xi: np.ndarray, safe=None, half=None, out=None):
+    """λ(ξ) = tanh(ξ/2) / (4ξ) and its pieces ``(λ, tanh(ξ/2), max(|ξ|, 1e-300))``, each
+    written into the array given (None: a new one): the hot loops of :mod:`.vi` reuse work
+    arrays, with the same operations and so the same numbers."""
     # tanh(ξ/2)/(4ξ) is accurate down to the smallest normal ξ, where it equals 1/8
-    xi = np.maximum(np.abs(np.asarray(xi, dtype=np.float64)), 1e-300)
-    return np.tanh(xi / 2.0) / (4.0 * xi)
+    xi = np.asarray(xi, dtype=np.float64)
+    safe = np.maximum(np.abs(xi, out=safe), 1e-300, out=safe)
+    half = np.tanh(np.divide(safe, 2.0, out=half), out=half)
+    return np.divide(half, np.multiply(safe, 4.0, out=out), out=out), half, safe
 
 
 def jj_lambda_derivative(xi: np.ndarray) -> np.ndarray:

@@ -75,9 +75,13 @@ class ItemLink:
     residual_var: np.ndarray
     sigma2: float
 
-    def item_moments(self, X: np.ndarray, mean: np.ndarray, cov: np.ndarray, codes: np.ndarray):
-        """E v_i and Var v_i for the items ``codes`` (rows of ``X``)."""
-        rows, c = X[codes], self.scale[codes]
+    def item_moments(
+        self, X: np.ndarray, mean: np.ndarray, cov: np.ndarray, codes: np.ndarray, rows=None
+    ):
+        """E v_i and Var v_i for the items ``codes`` (rows of ``X``; ``rows``: ``X[codes]``
+        where the caller keeps it)."""
+        rows = X[codes] if rows is None else rows
+        c = self.scale[codes]
         return (
             c * (rows @ mean) + self.offset[codes],
             c**2 * ((rows @ cov) * rows).sum(axis=1) + self.residual_var[codes],
@@ -98,6 +102,9 @@ class ItemEffectPrior:
     #: the last maximising log σ² (where the next search starts) and recent maxima
     last: list = field(default_factory=list, compare=False, repr=False)
     memo: dict = field(default_factory=dict, compare=False, repr=False)
+    #: an n × d work array for :meth:`posterior` (a fresh one per call is a large allocation
+    #: whose page faults cost as much as the products with thousands of items)
+    work: dict = field(default_factory=dict, compare=False, repr=False)
 
     def posterior(self, weight: np.ndarray, shift: np.ndarray, sigma2: float):
         """(μ, S, link, L̄ − Σ_l M_l, ∂L̄/∂log σ²) at σ², or None when S⁻¹ is not positive
@@ -109,7 +116,11 @@ class ItemEffectPrior:
         """
         scale = 1.0 / (1.0 + sigma2 * weight)
         d = self.X.shape[1]
-        precision = self.eta * np.eye(d) + (self.X * (scale * weight)[:, None]).T @ self.X
+        rows = self.work.get("rows")
+        if rows is None:
+            rows = self.work["rows"] = np.empty_like(self.X)
+        weighted = np.multiply(self.X, (scale * weight)[:, None], out=rows)
+        precision = self.eta * np.eye(d) + weighted.T @ self.X
         linear = self.X.T @ (scale * shift)
         try:
             chol = np.linalg.cholesky(precision)
@@ -125,7 +136,8 @@ class ItemEffectPrior:
             + sigma2 * (scale * shift**2).sum()
             + mean @ linear
         )
-        m, q = self.X @ mean, ((self.X @ cov) * self.X).sum(axis=1)
+        m = self.X @ mean
+        q = np.multiply(np.matmul(self.X, cov, out=rows), self.X, out=rows).sum(axis=1)
         slope = 0.5 * np.sum(
             scale**2 * ((shift - weight * m) ** 2 + weight**2 * q - weight - sigma2 * weight**2)
         )
