@@ -28,6 +28,7 @@ import numpy as np
 import pandas as pd
 
 from ...annotators import confusion_statistics, label_log_likelihood
+from ...annotators.confusion import confusion_counts
 from ...annotators.hierarchical import (
     CountRows,
     moment_match_dirichlet,
@@ -202,13 +203,18 @@ def update_hyperparameters(chain: ChainState, settings: GibbsSettings, refresh: 
             chain.alpha[k], diverged = moment_match_dirichlet(conditional_mean, settings.max_scale)
             chain.diverged |= diverged
         return
-    summary = CountRows(stats)
+    with np.errstate(over="ignore", invalid="ignore"):  # once, not at every density call
+        chain.alpha = _sample_alpha(chain, settings, refresh, CountRows(stats))
+
+
+def _sample_alpha(chain: ChainState, settings: GibbsSettings, refresh: bool, summary) -> np.ndarray:
+    """The ``"sample"`` draw of α (:func:`update_hyperparameters`) from the counts' ``summary``
+    (:class:`~crowdbayes.annotators.hierarchical.CountRows`)."""
 
     def log_density(coords: np.ndarray) -> np.ndarray:
-        with np.errstate(over="ignore", invalid="ignore"):
-            return summary.log_posterior(
-                coords, settings.scale_shape, settings.scale_min, settings.hyperprior_diagonal
-            )
+        return summary.log_posterior(
+            coords, settings.scale_shape, settings.scale_min, settings.hyperprior_diagonal
+        )
 
     alpha = chain.alpha
     coords = np.empty_like(alpha)
@@ -236,7 +242,7 @@ def update_hyperparameters(chain: ChainState, settings: GibbsSettings, refresh: 
         # the scales' posteriors are skewed with a heavy right tail (Pareto prior, few workers),
         # which a Gaussian reference fits worst: one more slice update of every log s_k
         coords, _ = slice_sample_rows(coords, log_density, chain.rng, current=current, dims=[0])
-    chain.alpha = rows_to_alpha(coords)
+    return rows_to_alpha(coords)
 
 
 def _relabel(
@@ -296,12 +302,11 @@ def counted_tasks(labels: Labels, settings) -> np.ndarray | None:
 def _class_statistics(
     labels: Labels, classes: np.ndarray, counted
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Counts n[j, k, x] and class counts of the tasks that count."""
+    """Counts n[j, k, x] and class counts of the tasks that count (whole numbers: the same
+    in any order of summation)."""
     k = labels.n_classes
     if counted is None:
-        return confusion_statistics(labels, np.eye(k)[:, classes]), np.bincount(
-            classes, minlength=k
-        )
+        return confusion_counts(labels, classes), np.bincount(classes, minlength=k)
     one_hot = np.eye(k)[:, classes] * counted
     stats = confusion_statistics(labels, one_hot, sums_to_one=False)
     return stats, np.bincount(classes[counted], minlength=k)
