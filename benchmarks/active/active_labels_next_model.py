@@ -33,7 +33,6 @@ import argparse
 import os
 import sys
 import time
-import warnings
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 
@@ -45,11 +44,10 @@ import pandas as pd  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: _common, _*.py
 
-from active_labels_taskonly import GRID, SETS, ScorerAnswers, paired, score  # noqa: E402
+from active_labels_taskonly import SETS, ScorerAnswers, paired, replay, score  # noqa: E402
 
 from _common import markdown_table, write_markdown_report  # noqa: E402
-from crowdbayes.active import LabelPool, WarmRefit, simulate  # noqa: E402
-from crowdbayes.datasets import load_labels  # noqa: E402
+from crowdbayes.active import WarmRefit  # noqa: E402
 from crowdbayes.models.labels import BayesianDawidSkene, HierarchicalAnnotation  # noqa: E402
 
 #: arm -> (the model that chooses, its strategy)
@@ -94,26 +92,8 @@ class ScoredRefit:
 
 
 def run(name: str, arm: str, seed: int, cache: Path) -> pd.DataFrame:
-    path = cache / f"{name}__{arm}__{seed}.csv"
-    if path.exists():
-        return pd.read_csv(path)
-    data = load_labels(name)
-    pool = LabelPool(data.labels, data.gold, start=1, random_state=seed)
-    n_tasks = data.labels["task"].nunique()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        record = simulate(
-            HierarchicalScored(arm, seed),
-            pool,
-            batch=max(1, round(0.25 * n_tasks)),
-            budget=min(int(GRID[-1] * n_tasks), len(data.labels)),
-            strategy=ARMS[arm][1],
-            refit=ScoredRefit(),
-            random_state=seed,
-        )
-    record = record.assign(set=name, rule=arm, seed=seed, per_task=record["n_answers"] / n_tasks)
-    record.to_csv(path, index=False)
-    return record
+    path, model = cache / f"{name}__{arm}__{seed}.csv", HierarchicalScored(arm, seed)
+    return replay(path, name, seed, model, ScoredRefit(), ARMS[arm][1], arm)
 
 
 def main() -> None:

@@ -258,29 +258,37 @@ HIERARCHICAL_RULES = BUILT_IN
 
 
 def run(name: str, rule: str, seed: int, cache: Path, chooser: str = "bds") -> pd.DataFrame:
+    model, refit = RuleModel(), CountingRefit(WarmRefit(0.25))
+    if chooser == "hierarchical":
+        model, refit = HierarchicalChooser(model, seed), ChooserRefit(refit)
     path = cache / f"{name}__{rule}{CHOOSERS[chooser]}__{seed}.csv"
+    return replay(path, name, seed, model, refit, rule)
+
+
+def replay(path: Path, name: str, seed: int, model, refit, strategy: str, rule=None):
+    """The replay of the module docstring's protocol on set ``name`` (its ``seed`` draws the
+    start and the reveal order): ``model`` asks by ``strategy``, ``refit`` refits it each
+    round; its record (``rule``, default ``strategy``, names it) is kept at ``path`` and read
+    from there when it exists."""
     if path.exists():
         return pd.read_csv(path)
     data = load_labels(name)
     pool = LabelPool(data.labels, data.gold, start=1, random_state=seed)
     n_tasks = data.labels["task"].nunique()
-    batch = max(1, int(round(0.25 * n_tasks)))
-    model = RuleModel()
-    refit = CountingRefit(WarmRefit(0.25))
-    if chooser == "hierarchical":
-        model, refit = HierarchicalChooser(model, seed), ChooserRefit(refit)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         record = simulate(
             model,
             pool,
-            batch=batch,
+            batch=max(1, int(round(0.25 * n_tasks))),
             budget=min(int(GRID[-1] * n_tasks), len(data.labels)),
-            strategy=rule,
+            strategy=strategy,
             refit=refit,
             random_state=seed,
         )
-    record = record.assign(set=name, rule=rule, seed=seed, per_task=record["n_answers"] / n_tasks)
+    record = record.assign(
+        set=name, rule=rule or strategy, seed=seed, per_task=record["n_answers"] / n_tasks
+    )
     record.to_csv(path, index=False)
     return record
 

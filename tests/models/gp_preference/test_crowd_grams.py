@@ -7,16 +7,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from crowdbayes.data.comparisons import as_comparisons
-from crowdbayes.gp import GammaFactor, InducingProjection, encode_pairs
-from crowdbayes.kernels import Matern32
-from crowdbayes.models.gp_preference import CrowdGPPL
 from crowdbayes.models.gp_preference._crowd_grams import WorkerGramSVI
 from crowdbayes.models.gp_preference._crowd_svi import CrowdSVI
 
-from .test_crowdgppl import simulate
-
-KERNEL = Matern32([1.0, 1.0])
+from .test_crowdgppl import _svi_state, simulate
 
 
 @pytest.fixture(scope="module")
@@ -24,26 +18,17 @@ def data():
     return simulate(n_items=30, n_workers=6, n_pairs=400, seed=3)
 
 
-def _state(cls, data, with_worker_features, n_components=3, seed=0):
+def _state(cls, data, with_worker_features):
     """An SVI state of ``cls`` on all comparisons (double precision throughout)."""
     comparisons, items, workers, *_ = data
-    model = CrowdGPPL(n_components, kernel=KERNEL, n_inducing=20, n_inducing_workers=4)
-    table = as_comparisons(
-        comparisons, items=items, workers=workers if with_worker_features else None
-    )
-    pairs = encode_pairs(table, "drop", "test")
-    model.worker_ids_ = table.worker_ids
-    rng = np.random.default_rng(seed)
-    kernel, Z = model._setup_items(table, pairs.items, model._inference(), rng)
-    prior_t, prior_v, prior_w = (GammaFactor.prior(2.0, 2.0) for _ in range(3))
-    spread = CrowdSVI.prior_spread(prior_t, prior_v, prior_w, n_components)
-    svi = cls(
-        model._problem(pairs, kernel, spread),
-        InducingProjection(kernel, Z),
-        model._make_workers(table.W, prior_w, rng),
-        prior_v=prior_v,
-        prior_w=prior_w,
-        worker_counts=np.bincount(pairs.worker, minlength=table.n_workers),
+    svi = _svi_state(
+        comparisons,
+        items,
+        3,
+        workers if with_worker_features else None,
+        cls=cls,
+        n_inducing=20,
+        n_inducing_workers=4,
     )
     svi.A_fast = svi.A  # the per-pair route's products in double precision
     return svi

@@ -214,14 +214,30 @@ def test_errors(data):
         CrowdGPPL(worker_lengthscale="mean").fit(comparisons, items)
 
 
-def _svi_state(comparisons, items, n_components=2, workers=None, seed=0):
-    """A crowdGPPL SVI state on all comparisons (inducing points at every item)."""
+def _svi_state(
+    comparisons,
+    items,
+    n_components=2,
+    workers=None,
+    seed=0,
+    *,
+    cls=None,
+    n_inducing=100,
+    n_inducing_workers=20,
+):
+    """A crowdGPPL SVI state (``cls``, default ``CrowdSVI``) on all comparisons (with the
+    default ``n_inducing``, inducing points at every item)."""
     from crowdbayes.data.comparisons import as_comparisons
     from crowdbayes.gp import GammaFactor, InducingProjection, encode_pairs
     from crowdbayes.models.gp_preference._crowd_svi import CrowdSVI
 
+    cls = cls or CrowdSVI
     model = CrowdGPPL(
-        n_components, kernel=KERNEL, n_inducing=100, batch_size=None, n_inducing_workers=20
+        n_components,
+        kernel=KERNEL,
+        n_inducing=n_inducing,
+        batch_size=None,
+        n_inducing_workers=n_inducing_workers,
     )
     data = as_comparisons(comparisons, items=items, workers=workers)
     pairs = encode_pairs(data, "drop", "test")
@@ -230,7 +246,7 @@ def _svi_state(comparisons, items, n_components=2, workers=None, seed=0):
     kernel, Z = model._setup_items(data, pairs.items, model._inference(), rng)
     prior_t, prior_v, prior_w = (GammaFactor.prior(2.0, 2.0) for _ in range(3))
     spread = CrowdSVI.prior_spread(prior_t, prior_v, prior_w, n_components)
-    return CrowdSVI(
+    return cls(
         model._problem(pairs, kernel, spread),
         InducingProjection(kernel, Z),
         model._make_workers(data.W, prior_w, rng),
