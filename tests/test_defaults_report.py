@@ -104,3 +104,17 @@ def test_a_tiny_simulated_set_through_the_label_machinery():
     assert auto.choice_ == result.choices[0]
     hit = (auto.labels_.reindex(draw.truth.index) == draw.truth).to_numpy()
     np.testing.assert_array_equal(hit, result.correct["auto"].astype(bool))
+
+
+def test_dynamic_overlap_stops_each_task_at_a_lead_of_two():
+    """Binary labels arriving in order until one class leads by 2 (at most 5): a task keeps 2,
+    4 or 5 labels, a third label only after a 1–1 split, and the rows stay in arrival order."""
+    scenario = next(s for s in LABEL_SCENARIOS if s.dynamic_overlap)
+    draw = simulate_label_scenario(scaled(scenario, n_tasks=200), 0)
+    frame = pd.DataFrame({"task": draw.labels.task_codes, "label": draw.labels.label_codes})
+    sizes = frame.groupby("task").size()
+    assert set(sizes) <= {2, 4, 5} and {2, 4, 5} <= set(sizes)
+    for _, labels in frame.groupby("task")["label"]:
+        votes = 2 * np.cumsum(labels.to_numpy()) - np.arange(1, len(labels) + 1)
+        stopped = np.flatnonzero(np.abs(votes) >= 2)
+        assert len(labels) == (stopped[0] + 1 if len(stopped) else 5)

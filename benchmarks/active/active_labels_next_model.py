@@ -83,12 +83,17 @@ class ScoredRefit:
         self.warm = WarmRefit(0.25)
 
     def __call__(self, model: HierarchicalScored, pool) -> HierarchicalScored:
-        (labels,) = pool.fit_args()
+        labels = self.scorer_labels(pool)
         seed = int(model.rng.integers(2**31))
         model.scorer = HierarchicalAnnotation(n_jobs=1, random_state=seed).fit(labels)
         if ARMS[model.arm][0] == "BayesianDawidSkene":
             model.bds = self.warm(model.bds, pool)
         return model
+
+    def scorer_labels(self, pool):
+        """The labels the hierarchical model is fitted to: the revealed ones, in the pool's
+        order."""
+        return pool.fit_args()[0]
 
 
 def run(name: str, arm: str, seed: int, cache: Path) -> pd.DataFrame:

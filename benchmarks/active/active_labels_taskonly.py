@@ -265,15 +265,17 @@ def run(name: str, rule: str, seed: int, cache: Path, chooser: str = "bds") -> p
     return replay(path, name, seed, model, refit, rule)
 
 
-def replay(path: Path, name: str, seed: int, model, refit, strategy: str, rule=None):
+def replay(path: Path, name: str, seed: int, model, refit, strategy: str, rule=None, gold=None):
     """The replay of the module docstring's protocol on set ``name`` (its ``seed`` draws the
     start and the reveal order): ``model`` asks by ``strategy``, ``refit`` refits it each
     round; its record (``rule``, default ``strategy``, names it) is kept at ``path`` and read
-    from there when it exists."""
+    from there when it exists. ``gold``: what the record's accuracy is scored against
+    (default the set's gold)."""
     if path.exists():
         return pd.read_csv(path)
     data = load_labels(name)
-    pool = LabelPool(data.labels, data.gold, start=1, random_state=seed)
+    gold = data.gold if gold is None else gold
+    pool = LabelPool(data.labels, gold, start=1, random_state=seed)
     n_tasks = data.labels["task"].nunique()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

@@ -21,7 +21,11 @@ suffers, a confusion matrix can read it).
 Each task gets ``per_task`` labels from distinct workers drawn uniformly among
 ``n_workers``; with ``per_worker = (lo, hi)`` the workers are instead made up as the labels
 come: the task slots are shuffled and cut into workers of ``lo``–``hi`` labels (a crowd of
-one-off workers; a task a worker would see twice keeps one label).
+one-off workers; a task a worker would see twice keeps one label). With ``dynamic_overlap``
+the labels are collected adaptively, as a platform's dynamic overlap (or ``labels next``)
+does: a task's labels arrive in order and stop once the most given class leads the next by 2,
+so that at most ``per_task`` and at least 2 are kept, and a task gets a third label *because*
+its first two disagreed (the rows keep the order of arrival).
 
 Whitehill, J., Ruvolo, P., Wu, T., Bergsma, J. & Movellan, J. (2009). Whose vote should
 count more. NIPS.
@@ -60,6 +64,7 @@ class LabelScenario:
     adversaries: float = 0.0
     per_worker: tuple[int, int] | None = None
     spammer_crowd: bool = False
+    dynamic_overlap: bool = False
 
 
 @dataclass
@@ -79,6 +84,11 @@ LABEL_SCENARIOS = (
     ),
     LabelScenario("30% spammers + 10% adversaries, binary", spammers=0.3, adversaries=0.1),
     LabelScenario("workers with 2–3 labels each, binary", per_worker=(2, 3)),
+    LabelScenario(
+        "dynamic overlap: until a lead of 2, at most 5, binary",
+        accuracy=(0.65, 0.9),
+        dynamic_overlap=True,
+    ),
     LabelScenario("class imbalance 90/10, binary", prevalence=(0.9, 0.1)),
     LabelScenario(
         "class imbalance, 4 classes (70/20/7/3)", n_classes=4, prevalence=(0.7, 0.2, 0.07, 0.03)
@@ -145,11 +155,29 @@ def simulate_label_scenario(scenario: LabelScenario, seed: int) -> SimulatedSet:
     label = np.where(kind[worker] == 1, rng.integers(k, size=len(task)), label)
     lie = np.where(rng.random(len(task)) < accuracy[worker], (true + 1) % k, other)
     label = np.where(kind[worker] == 2, lie, label)
+    if s.dynamic_overlap:
+        keep = _until_a_lead_of_two(task, label, k)
+        task, worker, label = task[keep], worker[keep], label[keep]
     ids = np.array([f"t{i}" for i in range(s.n_tasks)])
     frame = pd.DataFrame({"task": ids[task], "worker": [f"w{j}" for j in worker], "label": label})
     seen = np.unique(task)
     truth_series = pd.Series(truth[seen], index=pd.Index(ids[seen], name="task"), name="truth")
     return SimulatedSet(Labels(frame, classes=list(range(k))), truth_series)
+
+
+def _until_a_lead_of_two(task: np.ndarray, label: np.ndarray, k: int) -> np.ndarray:
+    """Which labels a task keeps when they arrive in row order (rows grouped by task) and
+    stop once the most given class leads the next by 2 (module docstring)."""
+    keep = np.zeros(len(task), dtype=bool)
+    counts = np.zeros(k, dtype=int)
+    for row in range(len(task)):
+        if row == 0 or task[row] != task[row - 1]:
+            counts[:] = 0
+        elif np.diff(np.sort(counts)[-2:])[0] >= 2:
+            continue  # this task has stopped
+        counts[label[row]] += 1
+        keep[row] = True
+    return keep
 
 
 def scaled(scenario: LabelScenario, **changes) -> LabelScenario:

@@ -262,7 +262,20 @@ def test_next_chooses_with_bayes_ds_unless_told_and_fit_keeps_its_default(
     assert NEXT_MODEL == "bayes-ds" != LABELS.default
     out = tmp_path / "next.csv"
     assert main(["labels", "next", str(small_labels), "--n", "3", "--out", str(out)]) == 0
-    assert "BayesianDawidSkene on" in capsys.readouterr().out
+    said = capsys.readouterr().out
+    assert "BayesianDawidSkene chose the questions" in said
+    assert "BayesianDawidSkene's own look-ahead" in said
+    # the expected accuracy is that of the answers `labels fit` gives (its default model)
+    fit_out = tmp_path / "fit.csv"
+    assert main(["labels", "fit", str(small_labels), "--out", str(fit_out)]) == 0
+    capsys.readouterr()
+    expected = pd.read_csv(fit_out).filter(like="p_").max(axis=1).mean()
+    assert f"HierarchicalAnnotation on {small_labels}: expected accuracy (no gold) " \
+        f"{expected:.4f}" in said  # fmt: skip
+    assert main(["labels", "next", str(small_labels), "--n", "3", "--model", "bayes-ds",
+                 "--out", str(tmp_path / "next_bds.csv")]) == 0  # fmt: skip
+    said = capsys.readouterr().out
+    assert "BayesianDawidSkene on" in said and "chose the questions" not in said
     for verb, default in (("next", NEXT_MODEL), ("fit", LABELS.default)):
         with pytest.raises(SystemExit):
             main(["labels", verb, "--help"])

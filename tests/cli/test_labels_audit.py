@@ -158,6 +158,25 @@ def test_next_reports_changes_and_the_audit_interval(labelled, tmp_path, capsys)
     assert not out.exists()
 
 
+def test_next_without_model_reports_the_interval_labels_accuracy_gives(labelled, tmp_path, capsys):
+    """Without ``--model``, ``labels next`` chooses with bayes-ds but reports the accuracy
+    interval of the answers ``labels fit`` gives — the line ``labels accuracy`` prints."""
+    table = pd.read_csv(audit_sheet(labelled, tmp_path, "30"), keep_default_na=False)
+    table["label"] = labelled[1].reindex(table["task"]).to_numpy()
+    checked = tmp_path / "checked.csv"
+    table.to_csv(checked, index=False)
+    capsys.readouterr()
+    assert main(["labels", "accuracy", str(labelled[0]), "--audit", str(checked),
+                 "-o", str(tmp_path / "accuracy.csv"), "--no-progress"]) == 0  # fmt: skip
+    overall = capsys.readouterr().out.splitlines()[0]  # "accuracy of the N answers: ..."
+    interval = overall.split(": ", 1)[1].split(" from ")[0]  # "0.9xxx, 90% interval [.., ..]"
+    assert main(["labels", "next", str(labelled[0]), "--n", "5", "--audit", str(checked),
+                 "-o", str(tmp_path / "next.csv"), "--no-progress"]) == 0  # fmt: skip
+    printed = capsys.readouterr().out
+    assert "BayesianDawidSkene chose the questions" in printed
+    assert f"accuracy: {interval} from" in printed, (interval, printed)
+
+
 def test_a_collection_loop_ends_on_the_stop_rule(tmp_path):
     """The replay: two labels per task to start, 40 requested tasks per round, each revealing
     its next unused label of the pool, until ``--stop-when changes<10``. (From one label per

@@ -80,6 +80,19 @@ def test_held_out_pieces_are_exact_for_fixed_worker_parameters():
         np.testing.assert_allclose(held.likelihood[:, position], expected, atol=1e-12)
 
 
+def test_prequential_rows_hide_every_label_of_a_fixed_overlap_else_the_last():
+    from crowdbayes.models.labels._held_out import held_out_rows, prequential_rows
+
+    labels, _ = glad_labels(0, n_tasks=40, n_workers=6, per_task=4)
+    np.testing.assert_array_equal(prequential_rows(labels), held_out_rows(labels))
+    rows = pd.DataFrame(
+        {"task": labels.task_codes, "worker": labels.worker_codes, "label": labels.label_codes}
+    ).drop(index=[0])  # task 0 keeps three labels: the counts now differ
+    uneven = Labels(rows, classes=[0, 1])
+    last = pd.Series(np.arange(uneven.n_labels)).groupby(uneven.task_codes).max()
+    np.testing.assert_array_equal(prequential_rows(uneven), np.sort(last.to_numpy()))
+
+
 def test_exponent_recovers_the_tempering_that_generated_the_labels():
     """Labels drawn from the posterior p^0.5 (one class per task, then the label through a
     known row): the held-out score is best near a = 0.5, and a = 1 when drawn from p."""
@@ -179,3 +192,41 @@ def test_no_label_to_hold_out_leaves_the_posterior_as_it_is():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         assert model.fit(labels).calibration_exponent_ == 1.0
+
+
+def dynamic_overlap(seed: int, n_tasks: int = 600, n_workers: int = 30):
+    """Binary Dawid–Skene labels collected adaptively, as a platform's dynamic overlap does:
+    each task gets labels from random workers (accuracies U(0.65, 0.9)) until its vote margin
+    reaches 2, at most 5; and the truth. The model holds, so calibration has nothing to fix."""
+    rng = np.random.default_rng(seed)
+    truth = rng.integers(2, size=n_tasks)
+    accuracy = rng.uniform(0.65, 0.9, n_workers)
+    rows = []
+    for i, true in enumerate(truth):
+        votes = []
+        for j in rng.permutation(n_workers)[:5]:
+            votes.append(true if rng.random() < accuracy[j] else 1 - true)
+            rows.append((f"t{i}", f"w{j}", votes[-1]))
+            if len(votes) >= 2 and abs(2 * sum(votes) - len(votes)) >= 2:
+                break
+    frame = pd.DataFrame(rows, columns=["task", "worker", "label"])
+    return Labels(frame, classes=[0, 1]), pd.Series(truth, index=[f"t{i}" for i in range(n_tasks)])
+
+
+def test_adaptively_collected_labels_are_not_tempered_away(monkeypatch):
+    """A third label goes to a task because its first two disagreed: hiding one of those and
+    keeping the third conditions on the disagreement. The last label alone is a prequential
+    check: the exponent stays 1 and the claim within 0.03 of the accuracy, where hiding every
+    label tempers to the floor and claims about 0.37 below it."""
+    import crowdbayes.models.labels._calibration as calibration
+    from crowdbayes.models.labels._held_out import held_out_rows
+
+    labels, truth = dynamic_overlap(0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = HierarchicalAnnotation(random_state=0, n_jobs=1).fit(labels)
+    assert model.calibration_exponent_ >= 0.9
+    assert abs(gap(model, truth)) <= 0.03
+    monkeypatch.setattr(calibration, "prequential_rows", held_out_rows)  # every label hidden
+    collapsed = BayesianDawidSkene(calibrate=True).fit(labels)
+    assert collapsed.calibration_exponent_ < 0.2 and gap(collapsed, truth) < -0.2

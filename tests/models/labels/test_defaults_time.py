@@ -115,6 +115,22 @@ def test_large_input_keeps_the_sampler_when_asked(
     assert "instead of the default" not in captured.err
 
 
+def test_next_on_a_large_input_reports_its_own_fit(labels_file, tmp_path, capsys, monkeypatch):
+    """``labels next`` chooses with bayes-ds, the model ``labels fit`` switches to at this size:
+    no switch warning and no second fit; on a smaller input it reports the default's answers."""
+    command = ["labels", "next", str(labels_file), "--n", "3", "--no-progress"]
+    monkeypatch.setattr(cli_labels, "LARGE_INPUT_LABELS", 600)
+    assert main([*command, "-o", str(tmp_path / "a.csv")]) == 0
+    captured = capsys.readouterr()
+    assert "instead of the default" not in captured.err
+    assert "BayesianDawidSkene on" in captured.out and "chose the questions" not in captured.out
+    monkeypatch.setattr(cli_labels, "LARGE_INPUT_LABELS", 601)
+    assert main([*command, "-o", str(tmp_path / "b.csv")]) == 0
+    captured = capsys.readouterr()
+    assert "HierarchicalAnnotation on" in captured.out
+    assert "BayesianDawidSkene chose the questions" in captured.out
+
+
 def test_small_input_keeps_the_default(labels_file, tmp_path, capsys, monkeypatch):
     monkeypatch.setattr(cli_labels, "LARGE_INPUT_LABELS", 601)
     assert main(["labels", "fit", str(labels_file), "-o", str(tmp_path / "t.csv")]) == 0

@@ -31,6 +31,7 @@ __all__ = [
     "best_exponent",
     "held_out_folds",
     "held_out_rows",
+    "prequential_rows",
     "rows_without_label",
     "temper",
 ]
@@ -49,6 +50,20 @@ def held_out_rows(labels: Labels) -> np.ndarray:
     return np.flatnonzero(
         (per_task[labels.task_codes] >= 3) & (per_worker[labels.worker_codes] >= 2)
     )
+
+
+def prequential_rows(labels: Labels) -> np.ndarray:
+    """Row positions of the labels a prequential check may hide (``._calibration``'s
+    docstring): every label of :func:`held_out_rows` when every task has the same number of
+    labels (a fixed overlap: no label was asked for because of another's answer); otherwise
+    each task's last label in the order given, where it may be hidden (a task whose last
+    label may not be hidden gives none: an earlier one would not be a prequential check)."""
+    per_task = np.bincount(labels.task_codes, minlength=labels.n_tasks)
+    if np.ptp(per_task[per_task > 0]) == 0:
+        return held_out_rows(labels)
+    last = np.full(labels.n_tasks, -1)
+    np.maximum.at(last, labels.task_codes, np.arange(len(labels.task_codes)))
+    return np.intersect1d(last[last >= 0], held_out_rows(labels))
 
 
 def held_out_folds(labels: Labels, n_folds: int, rng: np.random.Generator) -> list[np.ndarray]:
