@@ -75,7 +75,7 @@ def full_pool_answers(name: str, which: str) -> pd.Series:
 class ArrivalOrderRefit(ScoredRefit):
     """:class:`ScoredRefit` with the hierarchical model fitted to the revealed labels in the
     order they arrived, as a labels file appended to round after round would hold them: the
-    order its calibration reads (a task's last label is the one asked for last;
+    order its calibration reads (each label against its task's earlier labels;
     ``crowdbayes.models.labels._calibration``). The pool itself keeps its table's order."""
 
     def __init__(self) -> None:

@@ -156,6 +156,8 @@ def simulate_label_scenario(scenario: LabelScenario, seed: int) -> SimulatedSet:
     lie = np.where(rng.random(len(task)) < accuracy[worker], (true + 1) % k, other)
     label = np.where(kind[worker] == 2, lie, label)
     if s.dynamic_overlap:
+        if s.per_worker is not None:
+            raise ValueError(f"{s.name}: dynamic_overlap needs the rows grouped by task")
         keep = _until_a_lead_of_two(task, label, k)
         task, worker, label = task[keep], worker[keep], label[keep]
     ids = np.array([f"t{i}" for i in range(s.n_tasks)])

@@ -4,7 +4,9 @@ task-difficulty data (GLAD)."""
 
 from __future__ import annotations
 
+import sys
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -80,17 +82,38 @@ def test_held_out_pieces_are_exact_for_fixed_worker_parameters():
         np.testing.assert_allclose(held.likelihood[:, position], expected, atol=1e-12)
 
 
-def test_prequential_rows_hide_every_label_of_a_fixed_overlap_else_the_last():
-    from crowdbayes.models.labels._held_out import held_out_rows, prequential_rows
-
-    labels, _ = glad_labels(0, n_tasks=40, n_workers=6, per_task=4)
-    np.testing.assert_array_equal(prequential_rows(labels), held_out_rows(labels))
+def _uneven(labels: Labels) -> Labels:
+    """``labels`` without its first row, so that the tasks' counts differ."""
     rows = pd.DataFrame(
         {"task": labels.task_codes, "worker": labels.worker_codes, "label": labels.label_codes}
-    ).drop(index=[0])  # task 0 keeps three labels: the counts now differ
-    uneven = Labels(rows, classes=[0, 1])
-    last = pd.Series(np.arange(uneven.n_labels)).groupby(uneven.task_codes).max()
-    np.testing.assert_array_equal(prequential_rows(uneven), np.sort(last.to_numpy()))
+    ).drop(index=[0])
+    return Labels(rows, classes=[0, 1])
+
+
+def test_prequential_pieces_are_exact_for_fixed_worker_parameters():
+    """Where the counts differ, each label with two or more earlier labels of its task is read
+    against the posterior of those earlier labels alone (with the fit's mean class shares as
+    the prior); a fixed overlap keeps every label, each against all the others."""
+    from crowdbayes.models.labels._held_out import fixed_overlap, held_out_rows
+
+    labels, _ = glad_labels(0, n_tasks=40, n_workers=6, per_task=4)
+    assert fixed_overlap(labels)
+    uneven = _uneven(labels)
+    assert not fixed_overlap(uneven)
+    rng = np.random.default_rng(1)
+    concentration = rng.uniform(0.5, 8.0, (uneven.n_workers, 2, 2))
+    theta = concentration / concentration.sum(axis=2, keepdims=True)
+    every = np.ones(uneven.n_labels, dtype=bool)
+    probas = _ds_posterior(uneven, theta, np.array([0.3, 0.7]), every)
+    held = held_out_labels(uneven, probas, concentration, expected_log=False)
+    place = pd.Series(np.arange(uneven.n_labels)).groupby(uneven.task_codes).cumcount()
+    np.testing.assert_array_equal(held.rows, np.flatnonzero(place.to_numpy() >= 2))
+    assert len(held.rows) < len(held_out_rows(uneven))
+    for position, row in enumerate(held.rows):
+        task = uneven.task_codes[row]
+        earlier = (uneven.task_codes == task) & (np.arange(uneven.n_labels) < row)
+        expected = _ds_posterior(uneven, theta, probas.mean(axis=1), earlier)[:, task]
+        np.testing.assert_allclose(np.exp(held.log_posterior[:, position]), expected, atol=1e-12)
 
 
 def test_exponent_recovers_the_tempering_that_generated_the_labels():
@@ -194,39 +217,37 @@ def test_no_label_to_hold_out_leaves_the_posterior_as_it_is():
         assert model.fit(labels).calibration_exponent_ == 1.0
 
 
-def dynamic_overlap(seed: int, n_tasks: int = 600, n_workers: int = 30):
-    """Binary Dawid–Skene labels collected adaptively, as a platform's dynamic overlap does:
-    each task gets labels from random workers (accuracies U(0.65, 0.9)) until its vote margin
-    reaches 2, at most 5; and the truth. The model holds, so calibration has nothing to fix."""
-    rng = np.random.default_rng(seed)
-    truth = rng.integers(2, size=n_tasks)
-    accuracy = rng.uniform(0.65, 0.9, n_workers)
-    rows = []
-    for i, true in enumerate(truth):
-        votes = []
-        for j in rng.permutation(n_workers)[:5]:
-            votes.append(true if rng.random() < accuracy[j] else 1 - true)
-            rows.append((f"t{i}", f"w{j}", votes[-1]))
-            if len(votes) >= 2 and abs(2 * sum(votes) - len(votes)) >= 2:
-                break
-    frame = pd.DataFrame(rows, columns=["task", "worker", "label"])
-    return Labels(frame, classes=[0, 1]), pd.Series(truth, index=[f"t{i}" for i in range(n_tasks)])
+def dynamic_overlap(seed: int, difficulty_sd: float = 0.0):
+    """The defaults protocol's dynamic-overlap scenario (binary, labels in arrival order until
+    one class leads by 2, at most 5; ``benchmarks/defaults/_label_scenarios.py``), with GLAD
+    task difficulty of spread ``difficulty_sd``: labels and truth."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "benchmarks" / "defaults"))
+    from _label_scenarios import LABEL_SCENARIOS, scaled, simulate_label_scenario
+
+    scenario = next(s for s in LABEL_SCENARIOS if s.dynamic_overlap)
+    draw = simulate_label_scenario(scaled(scenario, difficulty_sd=difficulty_sd), seed)
+    return draw.labels, draw.truth
 
 
-def test_adaptively_collected_labels_are_not_tempered_away(monkeypatch):
-    """A third label goes to a task because its first two disagreed: hiding one of those and
-    keeping the third conditions on the disagreement. The last label alone is a prequential
-    check: the exponent stays 1 and the claim within 0.03 of the accuracy, where hiding every
-    label tempers to the floor and claims about 0.37 below it."""
+def test_adaptively_collected_labels_are_read_prequentially(monkeypatch):
+    """A third label goes to a task *because* its first two disagreed: hiding one of those and
+    keeping the third reads that selection as over-confidence. Read against the earlier labels
+    only, the check is not fooled: where the model holds the exponent stays near 1 and the claim
+    within 0.03; with task difficulty, where the plain posterior claims too much, it still
+    tempers (on this draw too far: −0.063 against +0.039 untempered). Hiding every
+    label against all the others tempers the well-specified fit to the floor."""
     import crowdbayes.models.labels._calibration as calibration
-    from crowdbayes.models.labels._held_out import held_out_rows
 
     labels, truth = dynamic_overlap(0)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        model = HierarchicalAnnotation(random_state=0, n_jobs=1).fit(labels)
-    assert model.calibration_exponent_ >= 0.9
-    assert abs(gap(model, truth)) <= 0.03
-    monkeypatch.setattr(calibration, "prequential_rows", held_out_rows)  # every label hidden
+        fit = HierarchicalAnnotation(random_state=0, n_jobs=1).fit(labels)
+        assert fit.calibration_exponent_ >= 0.9 and abs(gap(fit, truth)) <= 0.03
+        hard, hard_truth = dynamic_overlap(0, difficulty_sd=1.0)
+        options = {"random_state": 0, "n_jobs": 1}
+        tempered = HierarchicalAnnotation(**options).fit(hard)
+        plain = HierarchicalAnnotation(calibrate=False, **options).fit(hard)
+    assert tempered.calibration_exponent_ < 0.9 and gap(plain, hard_truth) > 0.02
+    monkeypatch.setattr(calibration, "fixed_overlap", lambda labels: True)  # every label hidden
     collapsed = BayesianDawidSkene(calibrate=True).fit(labels)
     assert collapsed.calibration_exponent_ < 0.2 and gap(collapsed, truth) < -0.2

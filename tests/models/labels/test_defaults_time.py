@@ -131,6 +131,18 @@ def test_next_on_a_large_input_reports_its_own_fit(labels_file, tmp_path, capsys
     assert "BayesianDawidSkene chose the questions" in captured.out
 
 
+def test_audit_on_a_large_input_fits_what_labels_fit_fits(
+    labels_file, tmp_path, capsys, monkeypatch
+):
+    """``labels audit`` (and ``labels accuracy``) answer with the model ``labels fit`` uses."""
+    monkeypatch.setattr(cli_labels, "LARGE_INPUT_LABELS", 600)
+    out = tmp_path / "audit.csv"
+    assert main(["labels", "audit", str(labels_file), "--n", "10", "-o", str(out)]) == 0
+    captured = capsys.readouterr()
+    assert "instead of the default --model hierarchical" in captured.err
+    assert "BayesianDawidSkene on" in captured.out
+
+
 def test_small_input_keeps_the_default(labels_file, tmp_path, capsys, monkeypatch):
     monkeypatch.setattr(cli_labels, "LARGE_INPUT_LABELS", 601)
     assert main(["labels", "fit", str(labels_file), "-o", str(tmp_path / "t.csv")]) == 0

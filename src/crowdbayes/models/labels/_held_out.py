@@ -31,6 +31,8 @@ __all__ = [
     "best_exponent",
     "held_out_folds",
     "held_out_rows",
+    "fixed_overlap",
+    "earlier_in_task",
     "prequential_rows",
     "rows_without_label",
     "temper",
@@ -52,18 +54,45 @@ def held_out_rows(labels: Labels) -> np.ndarray:
     )
 
 
-def prequential_rows(labels: Labels) -> np.ndarray:
-    """Row positions of the labels a prequential check may hide (``._calibration``'s
-    docstring): every label of :func:`held_out_rows` when every task has the same number of
-    labels (a fixed overlap: no label was asked for because of another's answer); otherwise
-    each task's last label in the order given, where it may be hidden (a task whose last
-    label may not be hidden gives none: an earlier one would not be a prequential check)."""
+def fixed_overlap(labels: Labels) -> bool:
+    """Every task with labels has the same number of them: no label was asked for because of
+    another's answer (``._calibration``'s docstring)."""
     per_task = np.bincount(labels.task_codes, minlength=labels.n_tasks)
-    if np.ptp(per_task[per_task > 0]) == 0:
-        return held_out_rows(labels)
-    last = np.full(labels.n_tasks, -1)
-    np.maximum.at(last, labels.task_codes, np.arange(len(labels.task_codes)))
-    return np.intersect1d(last[last >= 0], held_out_rows(labels))
+    return bool(np.ptp(per_task[per_task > 0]) == 0)
+
+
+def task_order(labels: Labels) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The rows grouped by task in the order given (``order``), each sorted row's task group
+    (``group``: 0, 1, … in sorted order) and its place among its task's labels (``place``:
+    0 for the task's first label), the last two per sorted row."""
+    order = np.lexsort((np.arange(labels.n_labels), labels.task_codes))
+    tasks = labels.task_codes[order]
+    first = np.r_[True, tasks[1:] != tasks[:-1]]
+    group = np.cumsum(first) - 1
+    place = np.arange(len(order)) - np.flatnonzero(first)[group]
+    return order, group, place
+
+
+def prequential_rows(labels: Labels) -> np.ndarray:
+    """Row positions of the labels a prequential check scores: each label with at least two
+    labels of its task before it in the order given, from a worker with at least two (the
+    check reads each against its task's earlier labels only; ``._calibration``)."""
+    order, _, place = task_order(labels)
+    per_worker = np.bincount(labels.worker_codes, minlength=labels.n_workers)
+    rows = order[place >= 2]
+    return np.sort(rows[per_worker[labels.worker_codes[rows]] >= 2])
+
+
+def earlier_in_task(labels: Labels, values: np.ndarray) -> np.ndarray:
+    """Per row, the sum of ``values`` (n_labels, K) over the labels of its task that come
+    before it in the order given."""
+    order, group, _ = task_order(labels)
+    sorted_values = values[order]
+    running = np.cumsum(sorted_values, axis=0) - sorted_values  # before the row
+    first = np.flatnonzero(np.r_[True, group[1:] != group[:-1]])
+    earlier = np.empty_like(values)
+    earlier[order] = running - running[first][group]
+    return earlier
 
 
 def held_out_folds(labels: Labels, n_folds: int, rng: np.random.Generator) -> list[np.ndarray]:

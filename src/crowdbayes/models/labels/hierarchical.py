@@ -139,8 +139,8 @@ class HierarchicalAnnotation(LabelModel):
         five labels a task) and from +0.046 to +0.025 (three classes, three labels a task;
         two draws each; ``benchmarks/defaults/results/calibration.md``). Where tasks have
         unequal numbers of labels (collected adaptively, as by ``labels next`` or a
-        platform's dynamic overlap) only each task's last label is held out, so keep the rows
-        in the order they arrived.
+        platform's dynamic overlap) each label is read against its task's earlier labels
+        only, so keep the rows in the order they arrived.
         ``False`` reports the posterior itself (``calibration_exponent_`` = 1).
     n_jobs : int or None
         Processes the chains run on (forked; ``-1``: every available core). ``None`` (default)
