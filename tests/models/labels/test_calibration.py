@@ -14,6 +14,9 @@ import pytest
 from scipy.special import expit, logit, softmax
 
 from crowdbayes import BayesianDawidSkene, HierarchicalAnnotation, Labels, load
+
+# the defaults protocol's simulated label scenarios (``dynamic_overlap``)
+sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "benchmarks" / "defaults"))
 from crowdbayes.models.labels._calibration import (
     MIN_EXPONENT,
     HeldOutLabels,
@@ -221,7 +224,6 @@ def dynamic_overlap(seed: int, difficulty_sd: float = 0.0):
     """The defaults protocol's dynamic-overlap scenario (binary, labels in arrival order until
     one class leads by 2, at most 5; ``benchmarks/defaults/_label_scenarios.py``), with GLAD
     task difficulty of spread ``difficulty_sd``: labels and truth."""
-    sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "benchmarks" / "defaults"))
     from _label_scenarios import LABEL_SCENARIOS, scaled, simulate_label_scenario
 
     scenario = next(s for s in LABEL_SCENARIOS if s.dynamic_overlap)

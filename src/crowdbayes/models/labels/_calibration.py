@@ -180,16 +180,16 @@ def held_out_labels(
     rows = prequential_rows(labels) if sequential else held_out_rows(labels)
     if not len(rows):
         return None
-    totals, own, weight = rows_without_label(labels, rows, probas, concentration)
-    totals, own, weight = totals.T, own.T, weight.T  # class-major (K, n)
     if sequential:  # the posterior from the task's earlier labels, factor by factor
         every = np.arange(labels.n_labels)
-        totals_all, own_all, _ = rows_without_label(labels, every, probas, concentration)
-        factors = _factor_log(own_all, totals_all, expected_log)
-        before = earlier_in_task(labels, factors)[rows].T
+        totals, own, weight = rows_without_label(labels, every, probas, concentration)
+        before = earlier_in_task(labels, _factor_log(own, totals, expected_log))[rows].T
+        totals, own, weight = totals[rows].T, own[rows].T, weight[rows].T  # class-major (K, n)
         with np.errstate(divide="ignore"):
             log_posterior = np.log(probas.mean(axis=1))[:, None] + before
     else:
+        totals, own, weight = rows_without_label(labels, rows, probas, concentration)
+        totals, own, weight = totals.T, own.T, weight.T  # class-major (K, n)
         with np.errstate(divide="ignore"):
             log_posterior = np.log(probas[:, labels.task_codes[rows]]) - _factor_log(
                 own, totals, expected_log

@@ -61,23 +61,21 @@ def fixed_overlap(labels: Labels) -> bool:
     return bool(np.ptp(per_task[per_task > 0]) == 0)
 
 
-def task_order(labels: Labels) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The rows grouped by task in the order given (``order``), each sorted row's task group
-    (``group``: 0, 1, … in sorted order) and its place among its task's labels (``place``:
-    0 for the task's first label), the last two per sorted row."""
+def task_order(labels: Labels) -> tuple[np.ndarray, np.ndarray]:
+    """The rows grouped by task in the order given (``order``) and, per sorted row, its place
+    among its task's labels (``place``: 0 for the task's first label)."""
     order = np.lexsort((np.arange(labels.n_labels), labels.task_codes))
     tasks = labels.task_codes[order]
-    first = np.r_[True, tasks[1:] != tasks[:-1]]
-    group = np.cumsum(first) - 1
-    place = np.arange(len(order)) - np.flatnonzero(first)[group]
-    return order, group, place
+    first = np.flatnonzero(np.r_[True, tasks[1:] != tasks[:-1]])
+    place = np.arange(len(order)) - np.repeat(first, np.diff(np.r_[first, len(order)]))
+    return order, place
 
 
 def prequential_rows(labels: Labels) -> np.ndarray:
     """Row positions of the labels a prequential check scores: each label with at least two
     labels of its task before it in the order given, from a worker with at least two (the
     check reads each against its task's earlier labels only; ``._calibration``)."""
-    order, _, place = task_order(labels)
+    order, place = task_order(labels)
     per_worker = np.bincount(labels.worker_codes, minlength=labels.n_workers)
     rows = order[place >= 2]
     return np.sort(rows[per_worker[labels.worker_codes[rows]] >= 2])
@@ -86,12 +84,12 @@ def prequential_rows(labels: Labels) -> np.ndarray:
 def earlier_in_task(labels: Labels, values: np.ndarray) -> np.ndarray:
     """Per row, the sum of ``values`` (n_labels, K) over the labels of its task that come
     before it in the order given."""
-    order, group, _ = task_order(labels)
+    order, place = task_order(labels)
     sorted_values = values[order]
     running = np.cumsum(sorted_values, axis=0) - sorted_values  # before the row
-    first = np.flatnonzero(np.r_[True, group[1:] != group[:-1]])
     earlier = np.empty_like(values)
-    earlier[order] = running - running[first][group]
+    # less the running sum at the task's first row (``place`` rows back)
+    earlier[order] = running - running[np.arange(len(order)) - place]
     return earlier
 
 
