@@ -30,6 +30,10 @@ until every set is revealed. Arms:
   Kirsch et al. 2023; ``mixed``: best first and uniform draws alternating), and
   ``NAME@EPS`` is strategy NAME with a share EPS of each batch drawn uniformly
   (``suggest_sets(explore=EPS)``).
+- ``sampled`` (``rank next``'s default): each batch drawn with probability proportional to the
+  information gain mixed with a uniform share (0.3; ``sampled@EPS``: EPS), the refits
+  importance-weighted by LURE weights over the 4,654 recorded sets; ``sampled-ratio`` weighs by
+  the plain ratios ``rank next`` writes, ``sampled-none`` not at all.
 
 ``--synthetic SEED`` replays choices drawn from the fit to the recorded ones instead (the same
 sets; a model that holds), against the fit to all the drawn choices. ``--static N`` replays
@@ -127,7 +131,18 @@ def replay(
     from crowdbayes.active.rankings import replay_choice_sets
 
     data = _data(synthetic)
+    full = PlackettLuceVI(eta=eta).fit(data.rankings, items=data.items)
+    centre, precision = full.coef_.to_numpy(), np.linalg.inv(full.coef_cov_.to_numpy())
+    distances = []
+
+    def score(model) -> float:
+        """The top-10 overlap; the distance from the full-data fit is kept on the side."""
+        gap = model.coef_.to_numpy() - centre
+        distances.append(float(gap @ precision @ gap))
+        return len(_top(model, data.items) & top) / TOP
+
     name, _, share = arm.partition("@")  # "thompson@0.5": a share 0.5 of each batch uniform
+    name, _, weights = name.partition("-")  # "sampled-ratio": the weights rank next writes
     strategy = {"random": "random", "coverage": "random"}.get(name, name)  # else a strategy
     clock = time.process_time()
     record = replay_choice_sets(
@@ -136,14 +151,15 @@ def replay(
         data.items,
         start=start,
         batch=batch,
-        score=lambda model: len(_top(model, data.items) & top) / TOP,
+        score=score,
         strategy=strategy,
         coverage=arm != "random",
-        explore=float(share) if share else 0.0,
+        explore=float(share) if share else None,
+        weights=weights or "lure",
         random_state=seed,
     )
     cpu = time.process_time() - clock
-    return record.assign(arm=arm, seed=seed, cpu=cpu)
+    return record.assign(arm=arm, seed=seed, cpu=cpu, distance=distances)
 
 
 def static_designs(eta: float, n: int, synthetic: int | None) -> list[dict]:
@@ -196,16 +212,21 @@ def static_designs(eta: float, n: int, synthetic: int | None) -> list[dict]:
     return out
 
 
-def held_from(record: pd.DataFrame, level: float) -> int:
-    """The sets after which the overlap is at least ``level`` and stays so to the end."""
+def held_from(record: pd.DataFrame, level: float) -> float:
+    """The sets after which the overlap is at least ``level`` and stays so to the end (inf
+    when the last round is below it: a weighted fit to every set need not be the full-data
+    fit)."""
     below = np.flatnonzero(record["score"].to_numpy() < level - 1e-9)
     n = record["n_sets"].to_numpy()
-    return int(n[0] if not below.size else n[min(below[-1] + 1, len(n) - 1)])
+    if below.size and below[-1] == len(n) - 1:
+        return np.inf
+    return float(n[0] if not below.size else n[below[-1] + 1])
 
 
-def first_at(record: pd.DataFrame, level: float) -> int:
+def first_at(record: pd.DataFrame, level: float) -> float:
+    """The sets at which the overlap first reaches ``level`` (inf: never)."""
     reached = np.flatnonzero(record["score"].to_numpy() >= level - 1e-9)
-    return int(record["n_sets"].to_numpy()[reached[0]])
+    return float(record["n_sets"].to_numpy()[reached[0]]) if reached.size else np.inf
 
 
 def paired(values: pd.DataFrame) -> pd.DataFrame:
@@ -241,6 +262,37 @@ def worst_budget(rounds: pd.DataFrame) -> pd.DataFrame:
     )
 
 
+#: the stretches of a collection the mean overlap is compared over (shares of all the sets)
+STRETCHES = ((0.0, 1.0, "whole collection"), (0.0, 0.2, "first 20%"), (0.2, 0.55, "20–55%"),
+             (0.55, 1.0, "last 45%"))  # fmt: skip
+
+
+def mean_over_stretches(rounds: pd.DataFrame, total: int, *, ratio: bool = False) -> pd.DataFrame:
+    """Per arm and stretch of the collection, the paired difference from random of the mean
+    top-10 overlap over the rounds in it (one number per seed, so no comparison is repeated
+    over budgets): mean, paired s.e. and the difference in s.e. With ``ratio``, of the mean log
+    distance from the full-data fit instead, shown as the geometric-mean ratio to random's."""
+    values = "distance" if ratio else "score"
+    rows = []
+    for low, high, name in STRETCHES:
+        inside = rounds[(rounds["n_sets"] >= low * total) & (rounds["n_sets"] <= high * total)]
+        if ratio:  # the last round of every arm is the full-data fit itself: distance 0
+            inside = inside[inside["n_sets"] < total]
+            inside = inside.assign(distance=np.log(inside[values]))
+        per_seed = inside.groupby(["seed", "arm"])[values].mean().unstack("arm")
+        stats = paired(per_seed.dropna(axis=1, how="all"))
+        for arm in stats.index:
+            rows.append({"arm": arm, "stretch": name, **stats.loc[arm]})
+    table = pd.DataFrame(rows)
+    cells = table[["mean", "se", "t"]].to_numpy()
+    table["cell"] = (
+        [f"×{np.exp(m):.2f} (log ± {e:.2f}, {t:+.1f})" for m, e, t in cells]
+        if ratio
+        else [f"{m:+.3f} ± {e:.3f} ({t:+.1f})" for m, e, t in cells]
+    )
+    return table.pivot(index="arm", columns="stretch", values="cell")[[s[2] for s in STRETCHES]]
+
+
 def summary(rounds: pd.DataFrame, total: int) -> list[str]:
     lines = []
     curve = rounds.pivot_table(index="n_sets", columns="arm", values="score", aggfunc="mean")
@@ -261,7 +313,26 @@ def summary(rounds: pd.DataFrame, total: int) -> list[str]:
         "",
         markdown_table(worst_budget(rounds), digits=3),
         "",
+        "Over stretches of the collection (the mean overlap over the rounds in each, minus "
+        "random's, paired by seed: mean ± s.e. (in s.e.); one comparison per stretch, not one "
+        "per budget):",
+        "",
+        markdown_table(mean_over_stretches(rounds, total)),
+        "",
     ]
+    if "distance" in rounds and rounds["distance"].notna().any():
+        lines += [
+            "## How far each refit lies from the full-data fit",
+            "",
+            "(θ − θ_full)ᵀ S_full⁻¹ (θ − θ_full), θ the refit's posterior mean, θ_full and S_full "
+            "the fit to all 4,654 sets at the same η: per arm and stretch, the geometric mean "
+            "over the rounds in it as a ratio to random's (below 1: closer), with the paired "
+            "s.e. of the log ratio and the log ratio in s.e. (arms replayed before this column "
+            "was recorded are left out):",
+            "",
+            markdown_table(mean_over_stretches(rounds, total, ratio=True)),
+            "",
+        ]
     rows = []
     for (arm, seed), record in rounds.groupby(["arm", "seed"]):
         record = record.sort_values("n_sets")

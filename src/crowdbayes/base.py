@@ -271,6 +271,10 @@ class Tags:
         Predicts for each worker (``predict_proba(..., workers=...)``), not only for the crowd.
     needs_gold : bool
         Needs some known answers (``gold``) to fit.
+    case_weights : bool
+        Fits weighted judgments: a query of ``Rankings(..., weight=...)`` counts its weight
+        times in the likelihood (importance weights of a designed sample); the others refuse
+        weights.
     ordered_classes : bool
         Models ordered grades (takes only ``Labels(..., ordered=True)``).
     min_workers : int
@@ -291,6 +295,7 @@ class Tags:
     personal_questions: bool = False
     personal_predictions: bool = False
     needs_gold: bool = False
+    case_weights: bool = False
     ordered_classes: bool = False
     min_workers: int = 1
     requires: tuple[str, ...] = ()

@@ -37,18 +37,29 @@ def next_command(seen, candidates, items, out, *extra):
 
 
 def test_a_small_replay_through_the_command_line(recorded, capsys):
+    """The documented loop: sampled sets with their weights, the answers appended with them,
+    the next round fitted with --weight-column weight."""
     rankings, folder = recorded
     seen_ids = ["q0", "q1", "q2"]
+    weights = dict.fromkeys(seen_ids, 1.0)  # the starting sets: no design chose them
     seen, candidates, out = folder / "seen.csv", folder / "candidates.csv", folder / "next.csv"
     shown = []
     for _ in range(3):
-        rankings[rankings["query"].isin(seen_ids)].to_csv(seen, index=False)
+        observed = rankings[rankings["query"].isin(seen_ids)]
+        observed.assign(weight=observed["query"].map(weights)).to_csv(seen, index=False)
         left = rankings[~rankings["query"].isin(seen_ids)]
         left.drop(columns="rank").to_csv(candidates, index=False)
-        assert main(next_command(seen, candidates, folder / "items.csv", out)) == 0
+        command = next_command(seen, candidates, folder / "items.csv", out, "--weight-column")
+        assert main([*command, "weight"]) == 0, capsys.readouterr().err
         chosen = pd.read_csv(out)
-        assert list(chosen.columns) == ["query", "item", "order", "score", "new_items", "rank"]
+        assert list(chosen.columns) == [
+            "query", "item", "order", "score", "new_items", "weight", "rank"
+        ]  # fmt: skip
         sets = chosen.drop_duplicates("query")
+        bound = len(left["query"].unique()) / ((len(left["query"].unique()) - np.arange(3)) * 0.3)
+        assert (sets["weight"] > 0).all() and (sets["weight"].to_numpy() <= bound + 1e-9).all()
+        assert (chosen.groupby("query")["weight"].nunique() == 1).all()
+        weights.update(zip(sets["query"], sets["weight"], strict=True))
         assert len(sets) == 3 and list(sets["order"]) == [1, 2, 3]
         assert set(sets["query"]) <= set(left["query"])  # only candidates, never a seen set
         assert (chosen.groupby("query").size() == 4).all()  # every member of each set
@@ -62,14 +73,26 @@ def test_a_small_replay_through_the_command_line(recorded, capsys):
         shown.append(list(sets["query"]))
         seen_ids += list(sets["query"])  # the replay: reveal the recorded choices
     assert len(set(sum(shown, []))) == 9
-    # the output is a rankings file once its rank column is filled in
+    # the output is a rankings file once its rank column is filled in, weights and all
     filled = chosen.drop(columns="rank").merge(rankings, on=["query", "item"])
     filled.to_csv(folder / "filled.csv", index=False)
-    status = main(
-        ["rank", "fit", str(folder / "filled.csv"), "--features", str(folder / "items.csv"),
-         "-o", str(folder / "fit.csv"), "--force", "-q", "--no-progress"]
-    )  # fmt: skip
-    assert status == 0, capsys.readouterr().err
+    for weighted in ([], ["--weight-column", "weight"]):
+        status = main(
+            ["rank", "fit", str(folder / "filled.csv"), "--features", str(folder / "items.csv"),
+             "-o", str(folder / "fit.csv"), "--force", "-q", "--no-progress", *weighted]
+        )  # fmt: skip
+        assert status == 0, capsys.readouterr().err
+
+
+def test_the_best_first_order_writes_no_weights(recorded):
+    rankings, folder = recorded
+    seen, candidates = folder / "seen_i.csv", folder / "candidates_i.csv"
+    rankings[rankings["query"] < "q2"].to_csv(seen, index=False)
+    rankings[rankings["query"] >= "q2"].to_csv(candidates, index=False)
+    out = folder / "information.csv"
+    command = next_command(seen, candidates, folder / "items.csv", out, "--strategy")
+    assert main([*command, "information"]) == 0
+    assert "weight" not in pd.read_csv(out)
 
 
 def test_the_same_seed_gives_the_same_sets(recorded):
@@ -106,6 +129,9 @@ def test_every_pair_of_the_fitted_items_without_candidates(recorded, capsys):
         (["--draws", "0"], "--draws"),
         (["--confidence", "1.5"], "--confidence"),
         (["--model", "pl-map"], "point estimate"),
+        (["--weight-column", "weight"], "no column 'weight' for the case weights"),
+        (["--weight-column", "query"], "column 'query' must hold positive numbers"),
+        (["--weight-column", "rank"], "not positive numbers"),
         (["--candidates", "{empty}"], "has a header but no rows"),
         (["--candidates", "{unknown}"], "have no row in the feature table"),
         (["--candidates", "{single}"], "hold a single item"),
@@ -138,3 +164,91 @@ def test_bad_input_is_refused_in_one_line(recorded, change, message, capsys):
     assert status == 2
     assert len(err) == 1 and message in err[0] and err[0].startswith("crowdbayes: error:")
     assert not (folder / "refused.csv").exists()
+
+
+@pytest.mark.parametrize(
+    "extra, message",
+    [
+        (["--model", "pl-map"], "PlackettLuceMAP does not take case weights"),
+        (["--pairs-input"], "--weight-column reads a query,item,rank table"),
+    ],
+)
+def test_weights_a_fit_cannot_use_are_refused(recorded, extra, message, capsys):
+    rankings, folder = recorded
+    weighted = folder / "weighted.csv"
+    rankings.assign(weight=2.0).to_csv(weighted, index=False)
+    status = main(
+        ["rank", "fit", str(weighted), "--features", str(folder / "items.csv"), "--weight-column",
+         "weight", "-o", str(folder / "unweighted.csv"), "--force", "-q", "--no-progress", *extra]
+    )  # fmt: skip
+    err = capsys.readouterr().err.strip().splitlines()
+    assert status == 2 and len(err) == 1 and message in err[0]
+    assert not (folder / "unweighted.csv").exists()
+
+
+def test_sampled_sets_for_a_model_without_case_weights_are_refused(recorded, capsys):
+    rankings, folder = recorded
+    seen = folder / "seen_g.csv"
+    rankings[rankings["query"].isin(["q0", "q1"])].to_csv(seen, index=False)
+    status = main(
+        ["rank", "next", str(seen), "--model", "pl-gibbs", "--strategy", "sampled", "--n", "2",
+         "-o", str(folder / "gibbs.csv"), "--force", "-q", "--no-progress"]
+    )  # fmt: skip
+    err = capsys.readouterr().err.strip().splitlines()
+    assert status == 2 and len(err) == 1 and "--strategy sampled writes importance" in err[0]
+    assert not (folder / "gibbs.csv").exists()
+
+
+def _fit_table(path, folder, out, *extra):
+    status = main(
+        ["rank", "fit", str(path), "--features", str(folder / "items.csv"), "--eta", "1",
+         "-o", str(out), "--force", "-q", "--no-progress", *extra]
+    )  # fmt: skip
+    assert status == 0
+    return pd.read_csv(out)
+
+
+def test_pool_size_turns_the_ratios_into_lure_weights_in_file_order(recorded):
+    from crowdbayes.active.rankings import lure_weights
+
+    rankings, folder = recorded
+    rng = np.random.default_rng(4)
+    queries = list(rng.permutation(rankings["query"].unique())[:20])  # not in id order
+    table = rankings.set_index("query").loc[queries].reset_index()
+    ratios = dict(zip(queries, rng.uniform(0.4, 3.0, len(queries)), strict=True))
+    lure = dict(zip(queries, lure_weights(np.array([ratios[q] for q in queries]), 30),
+                    strict=True))  # fmt: skip
+    table = table.assign(ratio=table["query"].map(ratios), lure=table["query"].map(lure))
+    path = folder / "drawn.csv"
+    table.to_csv(path, index=False)
+    by_pool = _fit_table(path, folder, folder / "pool.csv", "--weight-column", "ratio",
+                         "--pool-size", "30")  # fmt: skip
+    by_lure = _fit_table(path, folder, folder / "lure.csv", "--weight-column", "lure")
+    pd.testing.assert_frame_equal(by_pool, by_lure)
+    plain = _fit_table(path, folder, folder / "plain.csv")
+    assert not np.allclose(by_pool.select_dtypes("number"), plain.select_dtypes("number"))
+    # the whole list drawn: every weight 1, the unweighted fit
+    every = _fit_table(path, folder, folder / "every.csv", "--weight-column", "ratio",
+                       "--pool-size", "20")  # fmt: skip
+    pd.testing.assert_frame_equal(every, plain)
+
+
+@pytest.mark.parametrize(
+    "extra, message",
+    [
+        (["--pool-size", "40"], "give --weight-column too"),
+        (["--weight-column", "weight", "--pool-size", "10"], "smaller than the 30 queries"),
+        (["--weight-column", "weight", "--pool-size", "0"], "--pool-size"),
+    ],
+)
+def test_bad_pool_sizes_are_refused(recorded, extra, message, capsys):
+    rankings, folder = recorded
+    weighted = folder / "weighted_pool.csv"
+    rankings.assign(weight=1.5).to_csv(weighted, index=False)
+    status = main(
+        ["rank", "fit", str(weighted), "--features", str(folder / "items.csv"),
+         "-o", str(folder / "pool_refused.csv"), "--force", "-q", "--no-progress", *extra]
+    )  # fmt: skip
+    err = capsys.readouterr().err.strip().splitlines()
+    assert status == 2 and len(err) == 1 and message in err[0]
+    assert not (folder / "pool_refused.csv").exists()

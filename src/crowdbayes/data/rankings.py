@@ -40,6 +40,12 @@ class Rankings:
         may include items that appear in no query (for prediction).
     query, item, rank, worker : str
         Column names. ``worker`` is optional: when the column is absent every query is anonymous.
+    weight : str, optional
+        The column of case weights, one positive number per query (repeated on its rows): a
+        query then counts ``weight`` times in the likelihood of the models that take weights
+        (``tags.case_weights``), the others refuse them. ``crowdbayes rank next``'s importance
+        weights (:func:`~crowdbayes.active.suggest_sets`, ``strategy="sampled"``) are such
+        weights. None (default): every query counts once.
     normalize : bool
         Strip the spaces around text ids and put them in Unicode NFC (default; the count of
         values changed is warned). See :mod:`crowdbayes.data.hygiene`.
@@ -54,6 +60,8 @@ class Rankings:
     stage_offsets : ndarray of int, shape (n_stages + 1,)
     stage_query : ndarray of int, shape (n_stages,)
         The query each top-query comes from.
+    query_weights : ndarray of float or None
+        The case weight of every query (None: no ``weight`` column, every query counts once).
     features : FeatureTable or None
         The item features, validated.
     """
@@ -67,10 +75,16 @@ class Rankings:
         item: str = "item",
         rank: str = "rank",
         worker: str = "worker",
+        weight: str | None = None,
         normalize: bool = True,
     ) -> None:
         what = "rankings"
         df, rows = read_table_rows(data, what=what, id_columns=(query, item, worker))
+        if weight is not None and weight not in df.columns:
+            raise ValueError(
+                f"{what}: no column {weight!r} for the case weights (columns: "
+                f"{show_values(list(df.columns))})"
+            )
         hygiene = Hygiene(what, normalize=normalize, rows=rows)
         df = hygiene.columns(df, {"query": query, "item": item, "rank": rank}, {"worker": worker})
         if len(df) == 0:
@@ -92,6 +106,9 @@ class Rankings:
             self._query_workers(query_codes, *hygiene.encode(df[worker], worker, rows), worker)
         else:
             self._no_workers(worker)
+        self.query_weights = (
+            None if weight is None else _query_weights(df[weight], query_codes, self, weight)
+        )
         self._finish(hygiene, items, item)
 
     # -- construction -------------------------------------------------------------------------
@@ -184,16 +201,13 @@ class Rankings:
 
     def _query_workers(self, query_codes, worker_codes, worker_ids, name: str) -> None:
         self.worker_ids = pd.Index(worker_ids, name=name)
-        per_query = np.full(len(self.query_ids), -1, dtype=np.int64)
-        per_query[query_codes] = worker_codes
-        conflict = per_query[query_codes] != worker_codes
-        if conflict.any():
-            q = query_codes[int(np.argmax(conflict))]
+        per_query, q = one_per_query(worker_codes, query_codes, len(self.query_ids))
+        if q is not None:
             raise ValueError(
                 f"rankings: query {show_id(self.query_ids[q])} has rows from more than one worker; "
                 "a query is one person's ranking"
             )
-        self.query_worker = per_query
+        self.query_worker = per_query.astype(np.int64)
 
     # -- views ----------------------------------------------------------------------------------
 
@@ -222,6 +236,11 @@ class Rankings:
     def stage_of_member(self) -> np.ndarray:
         """For each entry of ``stage_items``, the stage it belongs to."""
         return np.repeat(np.arange(self.n_stages), self.stage_sizes)
+
+    @property
+    def stage_weights(self) -> np.ndarray | None:
+        """The case weight of every top-query (its query's; None without weights)."""
+        return None if self.query_weights is None else self.query_weights[self.stage_query]
 
     @cached_property
     def only_pairs(self) -> bool:
@@ -347,7 +366,41 @@ class Rankings:
             worker_codes, worker_ids = hygiene.encode(pd.Series(workers), "worker")
             self.worker_ids = pd.Index(worker_ids, name="worker")
             self.query_worker = worker_codes[:n].astype(np.int64)
+        self.query_weights = None
         self._finish(hygiene, items, "item")
+
+
+def one_per_query(values: np.ndarray, query_codes: np.ndarray, n_queries: int):
+    """The value of every query from its rows' ``values`` (one row's each), and the code of
+    the first query whose rows disagree (None when every query's rows agree)."""
+    per_query = np.zeros(n_queries, dtype=values.dtype)
+    per_query[query_codes] = values
+    differs = per_query[query_codes] != values
+    return per_query, (int(query_codes[int(np.argmax(differs))]) if differs.any() else None)
+
+
+def _query_weights(column: pd.Series, query_codes, rankings: Rankings, name: str) -> np.ndarray:
+    """One case weight per query from the ``name`` column: finite positive numbers, the same on
+    every row of a query."""
+    what = "rankings"
+    try:
+        values = pd.to_numeric(column, errors="raise").to_numpy(dtype=np.float64)
+    except (ValueError, TypeError) as err:
+        raise ValueError(f"{what}: column {name!r} must hold positive numbers; {err}") from None
+    bad = ~(np.isfinite(values) & (values > 0))
+    if bad.any():
+        raise ValueError(
+            f"{what}: column {name!r} has {int(bad.sum())} row(s) that are not positive "
+            f"numbers (first: {show_values(values[bad][:5].tolist())}); give every query a "
+            "weight (1 for a query that no design chose)"
+        )
+    per_query, q = one_per_query(values, query_codes, len(rankings.query_ids))
+    if q is not None:
+        raise ValueError(
+            f"{what}: query {show_id(rankings.query_ids[q])} has more than one {name!r}; a "
+            "case weight belongs to the whole query"
+        )
+    return per_query
 
 
 def _needs_hygiene(column: pd.Series) -> bool:

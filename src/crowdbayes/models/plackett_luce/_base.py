@@ -54,6 +54,12 @@ class PlackettLuceModel(RankingModel):
         """Fit to ``rankings`` (a :class:`~crowdbayes.Rankings`, or a long table plus ``items``)."""
         self.check_params()
         rankings = as_rankings(rankings, items)
+        if rankings.query_weights is not None and not self.tags.case_weights:
+            raise ValueError(
+                f"{type(self).__name__} does not take case weights (the rankings' weight "
+                "column): fit PlackettLuceVI (pl-vi), or leave the weights out "
+                "(--weight-column / weight=)"
+            )
         self._fit(rankings)
         return self
 

@@ -6,14 +6,15 @@ it under-states the winner's probability, so the posterior mean of θ is inflate
 our simulations with sets of 4–6) and the intervals miss the truth. This module maximises the
 ELBO itself over q(θ) = N(μ, S),
 
-    ELBO(μ, S) = Σ_l E_q[log p(c_l | A_l, θ)] − KL(N(μ, S) ‖ N(μ₀, S₀)),
+    ELBO(μ, S) = Σ_l w_l E_q[log p(c_l | A_l, θ)] − KL(N(μ, S) ‖ N(μ₀, S₀)),
 
 whose stationary points satisfy (Opper & Archambeau 2009)
 
     S⁻¹ = S₀⁻¹ + E_q[H(θ)],        S₀⁻¹(μ − μ₀) = E_q[g(θ)],
 
 with g = ∇ log p(D | θ) = Σ_l (x_{c_l} − Σ_j p_lj x_j) and H = −∇² log p(D | θ) =
-Σ_l [Σ_j p_lj x_j x_jᵀ − x̄_l x̄_lᵀ], x̄_l = Σ_j p_lj x_j (Bonnet's and Price's theorems). The
+Σ_l [Σ_j p_lj x_j x_jᵀ − x̄_l x̄_lᵀ], x̄_l = Σ_j p_lj x_j (Bonnet's and Price's theorems), each
+top-query's terms times its case weight w_l (1 without weights). The
 expectations are Monte Carlo averages over a fixed set of antithetic standard-normal draws
 θ_s = μ + L ε_s (common random numbers: the objective is deterministic and the result
 reproducible), and the iteration
@@ -45,7 +46,9 @@ def _expected_gradient_and_curvature(rankings, X, thetas):
     n_items, d = X.shape
     offsets, sizes = rankings.stage_offsets, rankings.stage_sizes
     member_X = X[rankings.stage_items]
-    wins = np.bincount(rankings.chosen, minlength=n_items)
+    case = rankings.stage_weights
+    member_case = None if case is None else np.repeat(case, sizes)
+    wins = np.bincount(rankings.chosen, case, minlength=n_items)
     mean_p = np.zeros(len(rankings.stage_items))
     outer = np.zeros((d, d))
     for theta in thetas:
@@ -55,8 +58,10 @@ def _expected_gradient_and_curvature(rankings, X, thetas):
         p = np.exp(members - np.repeat(log_norm, sizes))
         mean_p += p
         x_bar = segment_sum(member_X * p[:, None], offsets)
-        outer += x_bar.T @ x_bar
+        outer += (x_bar if case is None else x_bar * case[:, None]).T @ x_bar
     mean_p /= len(thetas)
+    if member_case is not None:
+        mean_p *= member_case
     item_p = np.bincount(rankings.stage_items, mean_p, minlength=n_items)
     gradient = X.T @ (wins - item_p)
     curvature = (X * item_p[:, None]).T @ X - outer / len(thetas)

@@ -78,6 +78,11 @@ class _Design:
     set_items: np.ndarray  # item codes of the members of the larger sets, concatenated
     set_offsets: np.ndarray  # (n_sets + 1,)
     set_chosen: np.ndarray  # chosen item code per set
+    # case weights (``Rankings(..., weight=)``) of the pairs and of the larger sets; None: one
+    # each. Each top-query's Lemma 1 term is multiplied by its weight, so the local parameters
+    # that maximise it (ζ, ξ, α) do not depend on the weight: it scales the statistics only.
+    pair_weights: np.ndarray | None = None
+    set_weights: np.ndarray | None = None
 
     @classmethod
     def from_rankings(cls, rankings: Rankings, X: np.ndarray, *, pairs_as_sets=False) -> _Design:
@@ -90,6 +95,7 @@ class _Design:
         losers = rankings.stage_items[starts[pair] + 1]
         member_in_set = np.repeat(~pair, sizes)
         set_sizes = sizes[~pair]
+        weights = rankings.stage_weights
         return cls(
             X=X,
             pair_winners=winners,
@@ -97,6 +103,8 @@ class _Design:
             set_items=rankings.stage_items[member_in_set],
             set_offsets=np.concatenate([[0], np.cumsum(set_sizes)]),
             set_chosen=rankings.stage_items[starts[~pair]],
+            pair_weights=None if weights is None else weights[pair],
+            set_weights=None if weights is None else weights[~pair],
         )
 
     @cached_property
@@ -130,6 +138,15 @@ class _Design:
     def member_set(self) -> np.ndarray:
         """The set of every member (``np.repeat`` of a per-set array is a gather by it)."""
         return np.repeat(np.arange(len(self.set_offsets) - 1), self.set_sizes)
+
+    @cached_property
+    def member_weights(self) -> np.ndarray | None:
+        """The case weight of every set member (its set's; None without weights)."""
+        return None if self.set_weights is None else self.set_weights[self.member_set]
+
+    def per_set_total(self, values: np.ndarray) -> float:
+        """Σ_l w_l values_l over the larger sets (w_l their case weights, 1 without)."""
+        return float(values.sum() if self.set_weights is None else values @ self.set_weights)
 
     @cached_property
     def half_excess(self) -> np.ndarray:
@@ -176,12 +193,17 @@ class _Design:
         return on_items[self.pair_winners] + on_items[self.pair_losers] - 2.0 * cross
 
     def pair_sum(self) -> np.ndarray:
-        """Σ_l d_l."""
+        """Σ_l w_l d_l (w_l the pairs' case weights, 1 without)."""
         n = self.X.shape[0]
-        counts = np.bincount(self.pair_winners, minlength=n) - np.bincount(
-            self.pair_losers, minlength=n
+        w = self.pair_weights
+        counts = np.bincount(self.pair_winners, w, minlength=n) - np.bincount(
+            self.pair_losers, w, minlength=n
         )
         return self.X.T @ counts
+
+    def pair_weighted(self, values: np.ndarray) -> np.ndarray:
+        """w_l values_l per pair (``values`` itself without case weights)."""
+        return values if self.pair_weights is None else values * self.pair_weights
 
 
 class _Scratch:
@@ -289,15 +311,19 @@ def bound_local_stats(design: _Design, b: _Bounds) -> dict:
     Returns ``precision`` 2(Σ_pairs λ(ζ_l) d_l d_lᵀ + Σ_sets Σ_j λ(ξ_lj) x_j x_jᵀ) (d × d),
     ``shift`` Σ_pairs d_l/2 + Σ_sets (x_c + Σ_j (2λ(ξ_lj)α_l − ½) x_j) (d,), ``bound``
     Σ_l M_l (the top-queries' terms of Eq. 25) and ``change2`` 0 (see :class:`BoundPartition`).
-    All are sums over top-queries, so they add over partitions that split the queries.
+    All are sums over top-queries, so they add over partitions that split the queries; with
+    case weights every top-query's terms are multiplied by its weight w_l.
     """
     X = design.X
     lam_zeta = jj_lambda(b.zeta)
     sets = item_level_stats(design, b)
-    precision = 2.0 * design.pair_quadratic(lam_zeta) + (X * sets["weight"][:, None]).T @ X
+    precision = (
+        2.0 * design.pair_quadratic(design.pair_weighted(lam_zeta))
+        + (X * sets["weight"][:, None]).T @ X
+    )
     shift = design.pair_sum() / 2.0 + X.T @ sets["shift"]
     pair_terms = log_sigmoid(b.zeta) - b.zeta / 2.0 + lam_zeta * b.zeta**2
-    bound = float(pair_terms.sum()) + sets["bound"]
+    bound = float(design.pair_weighted(pair_terms).sum()) + sets["bound"]
     return {"precision": precision, "shift": shift, "bound": bound, "change2": 0.0}
 
 
@@ -306,16 +332,22 @@ def item_level_stats(design: _Design, b: _Bounds) -> dict:
     −½ vᵀdiag(w)v + bᵀv + Σ_l M_l in the items' utilities v, with ``weight``
     w_i = 2 Σ_{(l,j): j=i} λ(ξ_lj), ``shift`` b_i = #{l: c_l = i} + Σ_{(l,j): j=i}
     (2λ(ξ_lj)α_l − ½) and ``bound`` the sets' Σ_l M_l (:mod:`.item_effects` uses them as they
-    are; with features, Σ_i w_i x_i x_iᵀ and Σ_i b_i x_i are the sets' sums in Eqs. 17–18)."""
+    are; with features, Σ_i w_i x_i x_iᵀ and Σ_i b_i x_i are the sets' sums in Eqs. 17–18).
+    With case weights c_l every set's terms are multiplied by c_l (its λ, its count, its M_l)."""
     n_items = design.X.shape[0]
     w = design.scratch  # the expressions of the docstring, in place (:class:`_Scratch`)
     lam_xi, xi_terms = _xi_parts(b.xi, w)
     alpha_per_member = np.take(b.alpha, design.member_set, out=w.residual)
-    weight = 2.0 * np.bincount(design.set_items, lam_xi, minlength=n_items)
     member_shift = np.multiply(lam_xi, 2.0, out=w.work)  # 2λ(ξ_lj)α_l − ½
     member_shift *= alpha_per_member
     member_shift -= 0.5
-    shift = np.bincount(design.set_chosen, minlength=n_items) + np.bincount(
+    case = design.member_weights
+    if case is None:
+        weight = 2.0 * np.bincount(design.set_items, lam_xi, minlength=n_items)
+    else:
+        weight = 2.0 * np.bincount(design.set_items, lam_xi * case, minlength=n_items)
+        member_shift *= case
+    shift = np.bincount(design.set_chosen, design.set_weights, minlength=n_items) + np.bincount(
         design.set_items, member_shift, minlength=n_items
     )
     # M_l's members: log σ(ξ) − ξ/2 + λ(ξ)(ξ² − α_l²)
@@ -326,7 +358,8 @@ def item_level_stats(design: _Design, b: _Bounds) -> dict:
     set_terms = (design.set_sizes - 2) * b.alpha / 2.0
     if len(b.alpha):
         set_terms = set_terms + design.set_sum(member_terms)
-    return {"weight": weight, "shift": shift, "bound": float(set_terms.sum()), "change2": 0.0}
+    bound = design.per_set_total(set_terms)
+    return {"weight": weight, "shift": shift, "bound": bound, "change2": 0.0}
 
 
 def _xi_parts(xi: np.ndarray, w: _Scratch) -> tuple[np.ndarray, np.ndarray]:
@@ -498,7 +531,10 @@ def _level_move(part: BoundPartition, stats: dict, prior: ItemEffectPrior, sigma
     cw = link.scale * weight
     k_w = sigma2 * cw + link.scale * (X @ (cov @ (X.T @ cw)))
     lam_sum = design.set_sum(_xi_parts(bounds.xi, design.scratch)[0])
-    slope = np.sum((design.set_sizes - 2) / 2.0 - 2.0 * bounds.alpha * lam_sum) + weight @ utility
+    slope = (
+        design.per_set_total((design.set_sizes - 2) / 2.0 - 2.0 * bounds.alpha * lam_sum)
+        + weight @ utility
+    )
     curvature = weight @ k_w - weight.sum()
     if not curvature < 0:
         return part, stats
@@ -809,13 +845,23 @@ class PlackettLuceVI(FeatureModel):
 
     Notes
     -----
+    Case weights (``Rankings(..., weight=column)``, ``tags.case_weights``): top-query l's term
+    of the likelihood is raised to its query's weight c_l, log p(D | θ) = Σ_l c_l log p(c_l |
+    A_l, θ) — in Eq. 25 every top-query's bound is multiplied by c_l, which leaves the local
+    parameters that maximise it (ζ, ξ, α) unchanged and scales its statistics in Eqs. 17–18
+    (and the Gaussian refinement's expected gradient and curvature) by c_l. A whole-number
+    weight k is k copies of the query; importance weights make the fit that of the sample a
+    uniform design would have drawn (``rank next``'s sampled sets,
+    :func:`crowdbayes.active.rankings.suggest_sets`). Weights are in-memory only (not
+    :func:`crowdbayes.distributed.fit_rankings_distributed`).
+
     With ``method="bound"`` and a numeric ``eta`` the fit is a map over partitions of the
     queries plus a d × d global update, and
     :func:`crowdbayes.distributed.fit_rankings_distributed` runs it on a Dask cluster (see
     the module docstring).
     """
 
-    _tags = {"posterior": "approximate"}
+    _tags = {"posterior": "approximate", "case_weights": True}
     _diagnostics = {"eta": "eta_", "lower_bound": "lower_bound_"}
     _traces = {"bound_history_": "lower bound"}
     _added_params = {"item_effects": False}  # files written before it: fitted without
