@@ -131,7 +131,7 @@ def test_every_pair_of_the_fitted_items_without_candidates(recorded, capsys):
         (["--model", "pl-map"], "point estimate"),
         (["--weight-column", "weight"], "no column 'weight' for the case weights"),
         (["--weight-column", "query"], "column 'query' must hold positive numbers"),
-        (["--weight-column", "rank"], "not positive numbers"),
+        (["--weight-column", "rank"], "column 'rank' must hold positive numbers: 6 row(s)"),
         (["--candidates", "{empty}"], "has a header but no rows"),
         (["--candidates", "{unknown}"], "have no row in the feature table"),
         (["--candidates", "{single}"], "hold a single item"),

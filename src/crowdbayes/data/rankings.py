@@ -107,7 +107,7 @@ class Rankings:
         else:
             self._no_workers(worker)
         self.query_weights = (
-            None if weight is None else _query_weights(df[weight], query_codes, self, weight)
+            None if weight is None else _query_weights(df[weight], query_codes, self, weight, rows)
         )
         self._finish(hygiene, items, item)
 
@@ -379,20 +379,20 @@ def one_per_query(values: np.ndarray, query_codes: np.ndarray, n_queries: int):
     return per_query, (int(query_codes[int(np.argmax(differs))]) if differs.any() else None)
 
 
-def _query_weights(column: pd.Series, query_codes, rankings: Rankings, name: str) -> np.ndarray:
-    """One case weight per query from the ``name`` column: finite positive numbers, the same on
-    every row of a query."""
+def _query_weights(column: pd.Series, query_codes, rankings: Rankings, name: str, rows):
+    """One case weight per query from the ``name`` column: finite positive numbers (not
+    true/false), the same on every row of a query; a refusal names the first bad row."""
     what = "rankings"
-    try:
-        values = pd.to_numeric(column, errors="raise").to_numpy(dtype=np.float64)
-    except (ValueError, TypeError) as err:
-        raise ValueError(f"{what}: column {name!r} must hold positive numbers; {err}") from None
+    if pd.api.types.is_bool_dtype(column):
+        raise ValueError(f"{what}: column {name!r} holds true/false, not positive numbers")
+    values = pd.to_numeric(column, errors="coerce").to_numpy(dtype=np.float64)
     bad = ~(np.isfinite(values) & (values > 0))
     if bad.any():
+        first = int(np.argmax(bad))
         raise ValueError(
-            f"{what}: column {name!r} has {int(bad.sum())} row(s) that are not positive "
-            f"numbers (first: {show_values(values[bad][:5].tolist())}); give every query a "
-            "weight (1 for a query that no design chose)"
+            f"{what}: column {name!r} must hold positive numbers: {int(bad.sum())} row(s) do "
+            f"not (first: {rows.one(first)}, {show_id(column.iloc[first])}); give every query "
+            "a weight (1 for a query that no design chose)"
         )
     per_query, q = one_per_query(values, query_codes, len(rankings.query_ids))
     if q is not None:

@@ -108,12 +108,16 @@ def test_bad_weights_are_refused():
     with pytest.raises(ValueError, match="no column 'w'"):
         Rankings(table, items, weight="w")
     bad = table.assign(weight=1.0)
-    bad.loc[0, "weight"] = 0.0
-    with pytest.raises(ValueError, match="not positive numbers"):
+    bad.loc[3, "weight"] = 0.0
+    with pytest.raises(
+        ValueError, match=r"must hold positive numbers: 1 row\(s\) do not \(first: row"
+    ):
         Rankings(bad, items, weight="weight")
     text = table.assign(weight="heavy")
-    with pytest.raises(ValueError, match="must hold positive numbers"):
+    with pytest.raises(ValueError, match="must hold positive numbers.*'heavy'"):
         Rankings(text, items, weight="weight")
+    with pytest.raises(ValueError, match="true/false"):
+        Rankings(table.assign(weight=True), items, weight="weight")
     mixed = table.assign(weight=1.0)
     mixed.loc[mixed.index[1], "weight"] = 2.0  # a row of q0, whose first row has 1
     with pytest.raises(ValueError, match="query 'q0' has more than one 'weight'"):
