@@ -252,3 +252,22 @@ def test_bad_pool_sizes_are_refused(recorded, extra, message, capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert status == 2 and len(err) == 1 and message in err[0]
     assert not (folder / "pool_refused.csv").exists()
+
+
+def test_weights_are_refused_for_a_tool_export(tmp_path, capsys):
+    import json
+
+    ranked = {"ranker": {"ranked": ["x", "z", "y"], "other": ["w"]}}
+    export = [
+        {"id": t, "annotations": [{"completed_by": 7, "result": [
+            {"from_name": "rank", "type": "ranker", "value": ranked}]}]}
+        for t in (5, 6)
+    ]  # fmt: skip
+    path = tmp_path / "ranker.json"
+    path.write_text(json.dumps(export), encoding="utf-8")
+    status = main(
+        ["rank", "fit", str(path), "--model", "pl-mm", "--weight-column", "weight",
+         "-o", str(tmp_path / "fit.csv"), "-q", "--no-progress"]
+    )  # fmt: skip
+    err = capsys.readouterr().err.strip().splitlines()
+    assert status == 2 and len(err) == 1 and "not an export" in err[0]
