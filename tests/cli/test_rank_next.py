@@ -130,8 +130,8 @@ def test_every_pair_of_the_fitted_items_without_candidates(recorded, capsys):
         (["--confidence", "1.5"], "--confidence"),
         (["--model", "pl-map"], "point estimate"),
         (["--weight-column", "weight"], "no column 'weight' for the case weights"),
-        (["--weight-column", "query"], "column 'query' must hold positive numbers"),
-        (["--weight-column", "rank"], "column 'rank' must hold positive numbers: 6 row(s)"),
+        (["--weight-column", "query"], "column 'query' is the query column"),
+        (["--weight-column", "rank"], "column 'rank' is the rank column"),
         (["--candidates", "{empty}"], "has a header but no rows"),
         (["--candidates", "{unknown}"], "have no row in the feature table"),
         (["--candidates", "{single}"], "hold a single item"),
@@ -271,3 +271,23 @@ def test_weights_are_refused_for_a_tool_export(tmp_path, capsys):
     )  # fmt: skip
     err = capsys.readouterr().err.strip().splitlines()
     assert status == 2 and len(err) == 1 and "not an export" in err[0]
+
+
+def test_sets_already_asked_are_left_out_and_the_pool_must_add_up(recorded, capsys):
+    """--candidates may be the whole list: the sets RANKINGS already holds are not drawn again
+    (and said so); with --pool-size the asked and the left must make up the list."""
+    rankings, folder = recorded
+    asked = ["q0", "q1", "q2", "q3"]
+    seen, whole = folder / "seen_w.csv", folder / "whole.csv"
+    rankings[rankings["query"].isin(asked)].assign(weight=1.0).to_csv(seen, index=False)
+    rankings.drop(columns="rank").to_csv(whole, index=False)
+    out = folder / "from_whole.csv"
+    command = next_command(seen, whole, folder / "items.csv", out, "--weight-column", "weight")
+    command.remove("-q")
+    assert main([*command, "--n", "5", "--pool-size", "30"]) == 0
+    summary = capsys.readouterr().out  # the summary goes to stdout when -o names a file
+    assert "left out 4 candidate set(s) RANKINGS has already asked" in summary
+    assert not set(pd.read_csv(out)["query"]) & set(asked)
+    status = main([*command, "--pool-size", "31"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert status == 2 and "RANKINGS holds 4 queries and --candidates 26 sets" in err[-1]

@@ -513,9 +513,10 @@ def suggest_sets(
     shown = model.item_ids_ if shown is None else pd.Index(shown)
     new = ~candidates.items.isin(shown)
     if coverage:
-        # sampled: a forced pick breaks its tie uniformly at random, as a uniform design would
-        # (so its weight 1 is exact), with randomness of its own, so that the draws after it
-        # are not conditioned by the tie it won
+        # sampled: a forced pick breaks its tie uniformly at random, as a uniform design that
+        # also takes such sets first would (weight 1 relative to that design, given the draws
+        # before it), with randomness of its own, so that the draws after it are not
+        # conditioned by the tie it won
         tie_rng = rng if sampled else None
         chosen, new_items, forced = _coverage_first(candidates, order, new, n, tie_rng=tie_rng)
     else:

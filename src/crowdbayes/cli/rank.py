@@ -21,7 +21,8 @@ every candidate and not only for the sets the design favoured (in the car-choice
 best-first order, ``--strategy information``, left its fits 2.9 times random sets' distance
 from the full-data fit midway, the weighted draws 0.64 times). SETS is a long
 ``query,item`` table, one row per member (a recorded RANKINGS file will do: its rank column is
-ignored); without it, every pair of the fitted items (at most 50,000, else a seeded sample).
+ignored; sets RANKINGS already holds, by query id, are left out and counted); without it, every
+pair of the fitted items (at most 50,000, else a seeded sample).
 The output is the chosen sets in the same long format, in the order to show them (``order``,
 1 = first), with their ``score`` (nats), ``new_items``, ``weight`` (sampled) and an empty
 ``rank`` column: fill in 1 for the chosen item and it is a RANKINGS file.
@@ -101,7 +102,8 @@ def add_input_options(parser: Parser) -> None:
         "--pool-size",
         help="with --weight-column: the weights are rank next's importance ratios of sets "
         "drawn, in the file's order, from one list of this many candidate sets (the sets you "
-        "started with included): fit with LURE weights, which become 1 as the list runs out",
+        "started with included, drawn at random from it; rank next's --candidates then the "
+        "whole list): fit with LURE weights, which become 1 as the list runs out",
     )
     parser.add_argument(
         "--label-column",
@@ -302,6 +304,9 @@ def run_next(args: argparse.Namespace) -> None:
         )
     inputs = FAMILY.read(args, model)
     candidates = _candidates(args, inputs.data)
+    asked = 0
+    if candidates is not None:
+        candidates, asked = _not_asked(candidates, inputs.data, args)
     model = FAMILY.fit(model, inputs, args)
     if candidates is None:
         candidates = _fitted_pairs(model.item_ids_, args)
@@ -335,6 +340,7 @@ def run_next(args: argparse.Namespace) -> None:
             f"items; wrote {len(chosen)} set(s) of {len(candidates)} candidates to "
             f"{args.out or 'stdout'} ({int(chosen['new_items'].sum())} never-shown item(s) "
             f"among them; {_score_words(strategy)} of the first {chosen['score'].iloc[0]:.4g})",
+            *([f"left out {asked} candidate set(s) RANKINGS has already asked"] if asked else []),
             *_weight_words(chosen),
         ],
     )
@@ -374,6 +380,26 @@ def _candidates(args: argparse.Namespace, rankings):
     known = rankings.item_ids if rankings.features is None else rankings.features.ids
     table[item] = ids_like(table[item], known)
     return ChoiceSets.from_table(table, set_column=query, item_column=item)
+
+
+def _not_asked(candidates, rankings, args: argparse.Namespace):
+    """The ``--candidates`` sets RANKINGS has not asked yet (a set's id is its query id once
+    answered), and how many were left out: the draws and their weights count only the sets
+    left. With ``--pool-size``, the queries asked and the sets left must make up the pool."""
+    import numpy as np
+
+    from ._common import CommandError
+
+    asked = candidates.ids.astype(str).isin(rankings.query_ids.astype(str))
+    left = np.flatnonzero(~asked)
+    if args.pool_size is not None and rankings.n_queries + len(left) != int(args.pool_size):
+        raise CommandError(
+            f"--pool-size {args.pool_size}: RANKINGS holds {rankings.n_queries} queries and "
+            f"--candidates {len(left)} sets not asked yet, {rankings.n_queries + len(left)} in all"
+        )
+    if len(left) == 0:
+        raise CommandError("nothing left to ask: every --candidates set is already in RANKINGS")
+    return candidates.take(left), int(asked.sum())
 
 
 def _fitted_pairs(items, args: argparse.Namespace):

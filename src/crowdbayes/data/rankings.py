@@ -80,6 +80,12 @@ class Rankings:
     ) -> None:
         what = "rankings"
         df, rows = read_table_rows(data, what=what, id_columns=(query, item, worker))
+        roles = {query: "query", item: "item", rank: "rank", worker: "worker"}
+        if weight in roles:
+            raise ValueError(
+                f"{what}: the case weights' column {weight!r} is the {roles[weight]} column; "
+                "give the weights a column of their own"
+            )
         if weight is not None and weight not in df.columns:
             raise ValueError(
                 f"{what}: no column {weight!r} for the case weights (columns: "
