@@ -533,9 +533,9 @@ def sampling_proposal(gain: np.ndarray, share: float) -> np.ndarray:
     """q_i = (1 − ε) g_i / Σ_j g_j + ε / N over N candidates (g clipped at 0; uniform where
     every gain is 0): the defensive mixture of the information gain with a uniform share ε."""
     g = np.clip(gain, 0.0, None)
-    total = g.sum()
     if len(g) == 0:  # every candidate decided (``confidence``)
         return g
+    total = g.sum()
     if not total > 0:
         return np.full(len(g), 1.0 / len(g))
     return (1.0 - share) * g / total + share / len(g)
@@ -719,7 +719,8 @@ def replay_choice_sets(
     ratios = [1.0] * start  # in draw order
 
     def refit():
-        observed = rankings[seen[rows_of]]
+        revealed = seen[rows_of]
+        observed = rankings[revealed]
         column = None
         if weighted:
             column = "_case_weight"
@@ -727,7 +728,7 @@ def replay_choice_sets(
             case = lure_weights(ratio, len(sets)) if weights == "lure" else ratio
             per_set = np.zeros(len(sets))
             per_set[drawn] = case
-            observed = observed.assign(**{column: per_set[rows_of[seen[rows_of]]]})
+            observed = observed.assign(**{column: per_set[rows_of[revealed]]})
         model.fit(Rankings(observed, features, query=query, item=item, rank=rank, weight=column))
 
     clock = time.perf_counter()

@@ -113,7 +113,9 @@ class Rankings:
         else:
             self._no_workers(worker)
         self.query_weights = (
-            None if weight is None else _query_weights(df[weight], query_codes, self, weight, rows)
+            None
+            if weight is None
+            else _query_weights(df[weight], query_codes, self.query_ids, weight, rows)
         )
         self._finish(hygiene, items, item)
 
@@ -207,7 +209,7 @@ class Rankings:
 
     def _query_workers(self, query_codes, worker_codes, worker_ids, name: str) -> None:
         self.worker_ids = pd.Index(worker_ids, name=name)
-        per_query, q = one_per_query(worker_codes, query_codes, len(self.query_ids))
+        per_query, q = _one_per_query(worker_codes, query_codes, len(self.query_ids))
         if q is not None:
             raise ValueError(
                 f"rankings: query {show_id(self.query_ids[q])} has rows from more than one worker; "
@@ -376,7 +378,7 @@ class Rankings:
         self._finish(hygiene, items, "item")
 
 
-def one_per_query(values: np.ndarray, query_codes: np.ndarray, n_queries: int):
+def _one_per_query(values: np.ndarray, query_codes: np.ndarray, n_queries: int):
     """The value of every query from its rows' ``values`` (one row's each), and the code of
     the first query whose rows disagree (None when every query's rows agree)."""
     per_query = np.zeros(n_queries, dtype=values.dtype)
@@ -385,7 +387,7 @@ def one_per_query(values: np.ndarray, query_codes: np.ndarray, n_queries: int):
     return per_query, (int(query_codes[int(np.argmax(differs))]) if differs.any() else None)
 
 
-def _query_weights(column: pd.Series, query_codes, rankings: Rankings, name: str, rows):
+def _query_weights(column: pd.Series, query_codes, query_ids: pd.Index, name: str, rows):
     """One case weight per query from the ``name`` column: finite positive numbers (not
     true/false), the same on every row of a query; a refusal names the first bad row."""
     what = "rankings"
@@ -400,10 +402,10 @@ def _query_weights(column: pd.Series, query_codes, rankings: Rankings, name: str
             f"not (first: {rows.one(first)}, {show_id(column.iloc[first])}); give every query "
             "a weight (1 for a query that no design chose)"
         )
-    per_query, q = one_per_query(values, query_codes, len(rankings.query_ids))
+    per_query, q = _one_per_query(values, query_codes, len(query_ids))
     if q is not None:
         raise ValueError(
-            f"{what}: query {show_id(rankings.query_ids[q])} has more than one {name!r}; a "
+            f"{what}: query {show_id(query_ids[q])} has more than one {name!r}; a "
             "case weight belongs to the whole query"
         )
     return per_query
