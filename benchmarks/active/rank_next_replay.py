@@ -31,7 +31,7 @@ until every set is revealed. Arms:
   ``NAME@EPS`` is strategy NAME with a share EPS of each batch drawn uniformly
   (``suggest_sets(explore=EPS)``).
 - ``sampled`` (``rank next``'s default): each batch drawn with probability proportional to the
-  information gain mixed with a uniform share (0.3; ``sampled@EPS``: EPS), the refits
+  information gain mixed with a uniform share (0.5; ``sampled@EPS``: EPS), the refits
   importance-weighted by LURE weights over the 4,654 recorded sets; ``sampled-ratio`` weighs by
   the plain ratios ``rank next`` writes, ``sampled-none`` not at all.
 

@@ -12,6 +12,7 @@ import pytest
 from choice_sets import sets_of, simulated
 from crowdbayes import PlackettLuceVI
 from crowdbayes.active.rankings import (
+    SAMPLED_UNIFORM_SHARE,
     _coverage_first,
     _draw_weights,
     lure_weights,
@@ -78,11 +79,11 @@ def test_a_sampled_batch_carries_importance_weights(fitted):
     assert list(chosen.columns) == ["score", "new_items", "p_max", "weight"]
     assert len(chosen) == 5 and chosen.index.is_unique
     # r_m = mass_m / (N_m p_i) with p_i ≥ ε / N and mass_m ≤ 1: at most N / (N_m ε)
-    bound = 9 / ((9 - np.arange(5)) * 0.3)
+    bound = 9 / ((9 - np.arange(5)) * SAMPLED_UNIFORM_SHARE)
     assert (chosen["weight"] > 0).all() and (chosen["weight"].to_numpy() <= bound + 1e-12).all()
     # the first draw's weight is the ratio of a uniform draw to the proposal
     gain = suggest_sets(model, candidates, 9, features=items, random_state=0)["score"]
-    q = sampling_proposal(gain.loc[candidates.ids].to_numpy(), 0.3)
+    q = sampling_proposal(gain.loc[candidates.ids].to_numpy(), SAMPLED_UNIFORM_SHARE)
     first = candidates.ids.get_loc(chosen.index[0])
     assert chosen["weight"].iloc[0] == pytest.approx(1.0 / (9 * q[first]))
     pd.testing.assert_frame_equal(

@@ -6,6 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from crowdbayes.active.rankings import SAMPLED_UNIFORM_SHARE
 from crowdbayes.cli import main
 
 
@@ -36,6 +37,18 @@ def next_command(seen, candidates, items, out, *extra):
     ]  # fmt: skip
 
 
+def whole_list_command(rankings, folder, asked, out, tag):
+    """``rank next`` (not quiet, with weights) on the ``asked`` queries with every recorded set,
+    the asked ones included, as --candidates; and the candidates file."""
+    seen, whole = folder / f"seen_{tag}.csv", folder / f"whole_{tag}.csv"
+    rankings[rankings["query"].isin(asked)].assign(weight=1.0).to_csv(seen, index=False)
+    rankings.drop(columns="rank").to_csv(whole, index=False)
+    out = folder / f"next_{tag}.csv" if out is None else out
+    command = next_command(seen, whole, folder / "items.csv", out, "--weight-column", "weight")
+    command.remove("-q")
+    return command, whole
+
+
 def test_a_small_replay_through_the_command_line(recorded, capsys):
     """The documented loop: sampled sets with their weights, the answers appended with them,
     the next round fitted with --weight-column weight."""
@@ -56,7 +69,8 @@ def test_a_small_replay_through_the_command_line(recorded, capsys):
             "query", "item", "order", "score", "new_items", "weight", "rank"
         ]  # fmt: skip
         sets = chosen.drop_duplicates("query")
-        bound = len(left["query"].unique()) / ((len(left["query"].unique()) - np.arange(3)) * 0.3)
+        n_left = len(left["query"].unique())
+        bound = n_left / ((n_left - np.arange(3)) * SAMPLED_UNIFORM_SHARE)
         assert (sets["weight"] > 0).all() and (sets["weight"].to_numpy() <= bound + 1e-9).all()
         assert (chosen.groupby("query")["weight"].nunique() == 1).all()
         weights.update(zip(sets["query"], sets["weight"], strict=True))
@@ -278,12 +292,8 @@ def test_sets_already_asked_are_left_out_and_the_pool_must_add_up(recorded, caps
     (and said so); with --pool-size the asked and the left must make up the list."""
     rankings, folder = recorded
     asked = ["q0", "q1", "q2", "q3"]
-    seen, whole = folder / "seen_w.csv", folder / "whole.csv"
-    rankings[rankings["query"].isin(asked)].assign(weight=1.0).to_csv(seen, index=False)
-    rankings.drop(columns="rank").to_csv(whole, index=False)
     out = folder / "from_whole.csv"
-    command = next_command(seen, whole, folder / "items.csv", out, "--weight-column", "weight")
-    command.remove("-q")
+    command, _ = whole_list_command(rankings, folder, asked, out, "w")
     assert main([*command, "--n", "5", "--pool-size", "30"]) == 0
     summary = capsys.readouterr().out  # the summary goes to stdout when -o names a file
     assert "left out 4 candidate set(s) RANKINGS has already asked" in summary
@@ -291,3 +301,22 @@ def test_sets_already_asked_are_left_out_and_the_pool_must_add_up(recorded, caps
     status = main([*command, "--pool-size", "31"])
     err = capsys.readouterr().err.strip().splitlines()
     assert status == 2 and "RANKINGS holds 4 queries and --candidates 26 sets" in err[-1]
+
+
+def test_a_whole_list_without_pool_size_is_told_its_size(recorded, capsys):
+    """When --candidates holds every set RANKINGS asked, the summary names the list's size for
+    --pool-size (the plain ratios over-weight once most of a fixed list is asked); not when
+    --pool-size is given, nor when the candidates leave out some asked set."""
+    rankings, folder = recorded
+    command, whole = whole_list_command(rankings, folder, ["q0", "q1", "q2", "q3"], None, "h")
+    assert main(command) == 0
+    assert "one list of 30 sets; fit with --weight-column weight --pool-size 30" in (
+        capsys.readouterr().out
+    )
+    assert main([*command, "--pool-size", "30"]) == 0
+    assert "--pool-size 30 (LURE" not in capsys.readouterr().out
+    partial = folder / "partial_h.csv"
+    rankings[rankings["query"] != "q0"].drop(columns="rank").to_csv(partial, index=False)
+    command[command.index(str(whole))] = str(partial)
+    assert main(command) == 0
+    assert "holds every set RANKINGS asked" not in capsys.readouterr().out

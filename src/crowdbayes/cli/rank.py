@@ -18,8 +18,8 @@ share, each with its importance weight in a ``weight`` column: keep it with the 
 with ``--weight-column weight`` (plus ``--pool-size N`` when the sets are drawn, in the file's
 order, from one list of N that you will mostly ask: LURE weights), so that the fit answers for
 every candidate and not only for the sets the design favoured (in the car-choice replay the
-best-first order, ``--strategy information``, left its fits 2.9 times random sets' distance
-from the full-data fit midway, the weighted draws 0.64 times). SETS is a long
+best-first order, ``--strategy information``, left its fits 3.4 times random sets' distance
+from the full-data fit midway, the weighted draws 0.74 times). SETS is a long
 ``query,item`` table, one row per member (a recorded RANKINGS file will do: its rank column is
 ignored; sets RANKINGS already holds, by query id, are left out and counted); without it, every
 pair of the fitted items (at most 50,000, else a seeded sample).
@@ -252,7 +252,7 @@ def add_next_verb(actions) -> None:
         choices=("auto", "sampled", "top", *PAIR_QUESTION_VALUES),
         help="how to choose the sets after the never-shown items (default auto: sampled for "
         "pl-vi, else information; sampled: drawn with probability proportional to the "
-        "information gain mixed with a uniform share of 0.3, each set's importance weight in "
+        "information gain mixed with a uniform share of 0.5, each set's importance weight in "
         "the weight column, to fit with --weight-column weight; information: the expected "
         "information gain about the utilities, best first; top: a batch that "
         "most lowers the uncertainty of which --top-k items are best (pl-vi with --features); "
@@ -342,6 +342,7 @@ def run_next(args: argparse.Namespace) -> None:
             f"among them; {_score_words(strategy)} of the first {chosen['score'].iloc[0]:.4g})",
             *([f"left out {asked} candidate set(s) RANKINGS has already asked"] if asked else []),
             *_weight_words(chosen),
+            *_pool_size_hint(chosen, rankings.n_queries, asked, len(candidates), args),
         ],
     )
 
@@ -356,6 +357,21 @@ def _weight_words(chosen) -> list[str]:
         "keep it with the answers (1 on the queries no design chose) and fit with "
         "--weight-column weight (and --pool-size N when the sets come from one list of N "
         "you will mostly ask)"
+    ]
+
+
+def _pool_size_hint(chosen, n_queries: int, asked: int, left: int, args) -> list[str]:
+    """When a sampled batch's ``--candidates`` list holds every query RANKINGS asked, the sets
+    are drawn from one fixed list: name its size for ``--pool-size``, without which the plain
+    ratios over-weight the sets once most of the list is asked (on the car choices 1.45 times
+    random sets' distance from the full-data fit over the last 45%,
+    ``benchmarks/active/results/rank_next_replay.md``)."""
+    if "weight" not in chosen or args.pool_size is not None or asked == 0 or asked < n_queries:
+        return []
+    return [
+        f"--candidates holds every set RANKINGS asked: one list of {n_queries + left} sets; "
+        f"fit with --weight-column weight --pool-size {n_queries + left} (LURE weights): the "
+        "plain ratios over-weight the sets once most of the list is asked"
     ]
 
 
