@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -305,18 +307,32 @@ def test_sets_already_asked_are_left_out_and_the_pool_must_add_up(recorded, caps
 
 def test_a_whole_list_without_pool_size_is_told_its_size(recorded, capsys):
     """When --candidates holds every set RANKINGS asked, the summary names the list's size for
-    --pool-size (the plain ratios over-weight once most of a fixed list is asked); not when
-    --pool-size is given, nor when the candidates leave out some asked set."""
+    --pool-size (the plain ratios weigh the sets unequally once most of a fixed list is asked);
+    not when --pool-size is given, with --confidence (sets left out as decided break LURE), for
+    a strategy that writes no weights, nor when the candidates leave out some asked set."""
     rankings, folder = recorded
     command, whole = whole_list_command(rankings, folder, ["q0", "q1", "q2", "q3"], None, "h")
     assert main(command) == 0
     assert "one list of 30 sets; fit with --weight-column weight --pool-size 30" in (
         capsys.readouterr().out
     )
-    assert main([*command, "--pool-size", "30"]) == 0
-    assert "--pool-size 30 (LURE" not in capsys.readouterr().out
+    for extra in (["--pool-size", "30"], ["--confidence", "0.99"], ["--strategy", "power"]):
+        assert main([*command, *extra]) == 0
+        assert "holds every set RANKINGS asked" not in capsys.readouterr().out
     partial = folder / "partial_h.csv"
     rankings[rankings["query"] != "q0"].drop(columns="rank").to_csv(partial, index=False)
     command[command.index(str(whole))] = str(partial)
     assert main(command) == 0
     assert "holds every set RANKINGS asked" not in capsys.readouterr().out
+
+
+def test_the_documented_uniform_share_is_the_default(capsys):
+    """The help and the docs state the sampled draws' uniform share as a number: pin it."""
+    with pytest.raises(SystemExit):
+        main(["rank", "next", "--help"])
+    help_text = " ".join(capsys.readouterr().out.split())
+    share = f"{SAMPLED_UNIFORM_SHARE:g}"
+    assert f"mixed with a uniform share of {share}," in help_text
+    docs = (Path(__file__).parents[2] / "docs" / "active.md").read_text(encoding="utf-8")
+    proposal = f"q_i = {1 - SAMPLED_UNIFORM_SHARE:g} · Î_i / Σ_j Î_j + {share} / N"
+    assert proposal in " ".join(docs.split())

@@ -361,17 +361,22 @@ def _weight_words(chosen) -> list[str]:
 
 
 def _pool_size_hint(chosen, n_queries: int, asked: int, left: int, args) -> list[str]:
-    """When a sampled batch's ``--candidates`` list holds every query RANKINGS asked, the sets
-    are drawn from one fixed list: name its size for ``--pool-size``, without which the plain
-    ratios over-weight the sets once most of the list is asked (on the car choices 1.45 times
-    random sets' distance from the full-data fit over the last 45%,
-    ``benchmarks/active/results/rank_next_replay.md``)."""
-    if "weight" not in chosen or args.pool_size is not None or asked == 0 or asked < n_queries:
+    """When a sampled batch's ``--candidates`` list holds every query RANKINGS asked (query
+    ids are unique on both sides, so ``asked == n_queries`` says exactly that), the sets are
+    drawn from one fixed list: name its size for ``--pool-size``, without which the plain
+    ratios weigh the sets unequally once most of the list is asked (on the car choices 1.45
+    times random sets' distance from the full-data fit over the last 45%,
+    ``benchmarks/active/results/rank_next_replay.md``). Not with ``--confidence``: sets left
+    out as decided are not drawn, which LURE weights do not allow for."""
+    if "weight" not in chosen or args.pool_size is not None or args.confidence is not None:
+        return []
+    if asked < n_queries:
         return []
     return [
         f"--candidates holds every set RANKINGS asked: one list of {n_queries + left} sets; "
-        f"fit with --weight-column weight --pool-size {n_queries + left} (LURE weights): the "
-        "plain ratios over-weight the sets once most of the list is asked"
+        f"fit with --weight-column weight --pool-size {n_queries + left} (LURE weights; 1 on "
+        "the sets no design chose): the plain ratios weigh the sets unequally once most of the "
+        "list is asked"
     ]
 
 
