@@ -18,6 +18,7 @@ from concurrent.futures import FIRST_EXCEPTION, Future, ProcessPoolExecutor, wai
 from contextlib import contextmanager
 from typing import Any
 
+from .._atomic import signals_deferred
 from .driver import run_iterations
 
 __all__ = [
@@ -86,7 +87,8 @@ def run_chains(
                 wait_for(futures, lambda: sum(counters) >= (index + 1) * len(chains))
 
             run_iterations(wait_sweep, max_iter=n_sweeps, progress=progress, desc=desc)
-            return [future.result() for future in futures]
+            with signals_deferred():  # see wait_for
+                return [future.result() for future in futures]
 
     def turn(index: int) -> None:
         for chain in chains:
@@ -146,9 +148,18 @@ def _stop_workers(pool: ProcessPoolExecutor) -> None:
 
 
 def wait_for(futures: list[Future], ready: Callable[[], bool], poll: float = 0.05) -> None:
-    """Block until ``ready()`` (polled) or every future is done; re-raise a chain's error."""
+    """Block until ``ready()`` (polled) or every future is done; re-raise a chain's error.
+
+    Ctrl-C or ``SIGTERM`` arriving while the futures are polled is delivered when the poll
+    returns, at most ``poll`` seconds later (:func:`crowdbayes._atomic.signals_deferred`): the
+    command line's handlers raise, and an exception raised inside ``concurrent.futures.wait``
+    can leave one of its locks held (between taking the futures' locks one by one, or a
+    ``Condition.__enter__`` and its ``with`` block: Python runs handlers between bytecodes), so
+    that the pool's own thread, which takes the same locks to report the killed workers, never
+    finishes and the shutdown waits for it forever — an interrupted fit that hung once in CI."""
     while not ready():
-        done, _ = wait(futures, timeout=poll, return_when=FIRST_EXCEPTION)
+        with signals_deferred():
+            done, _ = wait(futures, timeout=poll, return_when=FIRST_EXCEPTION)
         for future in done:
             if future.exception() is not None:
                 raise future.exception()
