@@ -229,6 +229,30 @@ def test_signals_deferred_delivers_after_and_keeps_ignored_signals_ignored():
         signal.signal(signal.SIGTERM, previous)
 
 
+def test_a_recorder_left_installed_acts_as_the_handler_it_replaced():
+    """Putting the handlers back can be cut short (``signal.signal`` runs a pending handler,
+    which may raise before the other is put back): the recorder left installed must then act
+    as the handler it replaced, not swallow every later signal. Simulated by putting the
+    recorder back by hand after the block."""
+
+    class Stop(BaseException):
+        pass
+
+    def stop(signum, frame):
+        raise Stop()
+
+    previous = signal.signal(signal.SIGTERM, stop)
+    try:
+        with signals_deferred():
+            recorder = signal.getsignal(signal.SIGTERM)
+        assert signal.getsignal(signal.SIGTERM) is stop
+        signal.signal(signal.SIGTERM, recorder)  # as if the restore had been cut short
+        with pytest.raises(Stop):
+            os.kill(os.getpid(), signal.SIGTERM)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 # ------------------------------------------------------------------------------ processes
 _RACER = textwrap.dedent(
     """

@@ -77,21 +77,33 @@ def signals_deferred() -> Iterator[list[int]]:
     handled; on exit the previous handlers come back and the first signal received is
     delivered to its handler then (a ``KeyboardInterrupt``, the command line's ``Terminated``,
     or the default action). Signals ignored before stay ignored; outside the main thread (where
-    Python runs no signal handler) nothing changes."""
+    Python runs no signal handler) nothing changes.
+
+    A handler put back on exit may run at once (``signal.signal`` runs pending handlers) and
+    raise before the other is put back; the recorder left installed then acts as the handler it
+    replaced, so that no signal is ignored from then on."""
     received: list[int] = []
     if threading.current_thread() is not threading.main_thread():
         yield received
         return
-    previous = {}
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        handler = signal.getsignal(signum)
-        if handler in (signal.SIG_IGN, None):  # ignored, or set outside Python: leave it
-            continue
-        previous[signum] = handler
-        signal.signal(signum, lambda number, frame: received.append(number))
+    deferring, previous = [True], {}
+
+    def record_or_forward(signum, frame) -> None:
+        if deferring[0]:
+            received.append(signum)
+        else:  # the block is over but putting the handlers back was cut short
+            _deliver(signum, previous[signum])
+
     try:
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            handler = signal.getsignal(signum)
+            if handler in (signal.SIG_IGN, None):  # ignored, or set outside Python: leave it
+                continue
+            previous[signum] = handler
+            signal.signal(signum, record_or_forward)
         yield received
     finally:
+        deferring[0] = False
         for signum, handler in previous.items():
             signal.signal(signum, handler)
         if received:
@@ -102,6 +114,7 @@ def _deliver(signum: int, handler) -> None:
     if callable(handler):
         handler(signum, None)
     elif handler == signal.SIG_DFL:
+        signal.signal(signum, signal.SIG_DFL)  # not a forwarder left installed
         signal.raise_signal(signum)
 
 

@@ -141,9 +141,16 @@ def _stop_workers(pool: ProcessPoolExecutor) -> None:
     if terminate is not None:
         terminate()
         return
-    for process in list((getattr(pool, "_processes", None) or {}).values()):
-        if process.is_alive():
-            process.kill()
+    with signals_deferred():  # a second Ctrl-C (library use) must not stop the kills half-way
+        for process in list((getattr(pool, "_processes", None) or {}).values()):
+            if process.is_alive():
+                process.kill()
+        # a worker killed while sending its chain back leaves half a message in the result
+        # pipe, whose write end this process holds too: the pool's thread would wait for the
+        # rest forever; closed, it reads the end of the pipe and marks the pool broken
+        result_queue = getattr(pool, "_result_queue", None)
+        if result_queue is not None:
+            result_queue._writer.close()
     pool.shutdown(wait=True, cancel_futures=True)
 
 
