@@ -86,10 +86,10 @@ def signals_deferred() -> Iterator[list[int]]:
     if threading.current_thread() is not threading.main_thread():
         yield received
         return
-    deferring, previous = [True], {}
+    deferring, previous = True, {}
 
     def record_or_forward(signum, frame) -> None:
-        if deferring[0]:
+        if deferring:  # read when a signal comes: False once the block is over
             received.append(signum)
         else:  # the block is over but putting the handlers back was cut short
             _deliver(signum, previous[signum])
@@ -103,7 +103,7 @@ def signals_deferred() -> Iterator[list[int]]:
             signal.signal(signum, record_or_forward)
         yield received
     finally:
-        deferring[0] = False
+        deferring = False
         for signum, handler in previous.items():
             signal.signal(signum, handler)
         if received:

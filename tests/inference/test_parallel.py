@@ -53,8 +53,6 @@ def test_a_signal_while_the_futures_are_polled_leaves_no_lock_held(monkeypatch):
     def raise_stop(signum, frame):
         raise Stop()
 
-    original = futures_base._AcquireFutures.__enter__
-
     def enter_then_signal(self):
         self.futures[0]._condition.acquire()
         signal.raise_signal(signal.SIGTERM)  # handled between bytecodes, here
@@ -62,14 +60,13 @@ def test_a_signal_while_the_futures_are_polled_leaves_no_lock_held(monkeypatch):
             future._condition.acquire()
 
     futures = [Future(), Future()]
+    monkeypatch.setattr(futures_base._AcquireFutures, "__enter__", enter_then_signal)
     previous = signal.signal(signal.SIGTERM, raise_stop)
     try:
-        monkeypatch.setattr(futures_base._AcquireFutures, "__enter__", enter_then_signal)
         with pytest.raises(Stop):
             wait_for(futures, lambda: False, poll=0.01)
     finally:
         signal.signal(signal.SIGTERM, previous)
-        monkeypatch.setattr(futures_base._AcquireFutures, "__enter__", original)
     # the pool's thread must be able to take every lock (they are re-entrant: try from another)
     free = []
 

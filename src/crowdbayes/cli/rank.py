@@ -368,9 +368,9 @@ def _pool_size_hint(chosen, n_queries: int, asked: int, left: int, args) -> list
     times random sets' distance from the full-data fit over the last 45%,
     ``benchmarks/active/results/rank_next_replay.md``). Not with ``--confidence``: sets left
     out as decided are not drawn, which LURE weights do not allow for."""
-    if "weight" not in chosen or args.pool_size is not None or args.confidence is not None:
+    if "weight" not in chosen or asked < n_queries:
         return []
-    if asked < n_queries:
+    if args.pool_size is not None or args.confidence is not None:
         return []
     return [
         f"--candidates holds every set RANKINGS asked: one list of {n_queries + left} sets; "
