@@ -19,40 +19,12 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."  # the repository root
 
-cuda_python() {
-    local candidate
-    for candidate in "${PYTHON:-}" /opt/torch/.venv/bin/python3 python3 .venv/bin/python; do
-        [ -n "$candidate" ] || continue
-        command -v "$candidate" >/dev/null 2>&1 || continue
-        if "$candidate" -c 'import numpy, pandas, scipy, torch, sys
-sys.exit(0 if torch.cuda.is_available() else 1)' >/dev/null 2>&1; then
-            echo "$candidate"
-            return 0
-        fi
-    done
-    return 1
-}
+# shellcheck source=../_gpu.sh
+source benchmarks/_gpu.sh
 
-if ! py=$(cuda_python); then
-    echo "gpu_mnist.sh: no python here has a torch with CUDA (and numpy, pandas, scipy):" \
-        "tried \$PYTHON, /opt/torch/.venv/bin/python3, python3, .venv/bin/python." \
-        "Set PYTHON to one, or run benchmarks/cluster/cluster_mnist.py on a CPU (slow: about" \
-        "2.5 s per epoch)." >&2
-    exit 2
-fi
-if [ -z "${CROWDBAYES_DATA:-}" ]; then
-    export CROWDBAYES_DATA="$PWD/.gpudata"
-    # the data root must look like ../shared/data (labels/, prefs/, clustering/); only
-    # clustering/mnist travels, so the other two are made empty here
-    mkdir -p "$CROWDBAYES_DATA/labels" "$CROWDBAYES_DATA/prefs"
-fi
-if [ ! -f "$CROWDBAYES_DATA/clustering/mnist/t10k-images-idx3-ubyte.gz" ]; then
-    echo "gpu_mnist.sh: no MNIST test images under CROWDBAYES_DATA=$CROWDBAYES_DATA" \
-        "(clustering/mnist/t10k-*-idx*-ubyte.gz); copy them to .gpudata/clustering/mnist" >&2
-    exit 2
-fi
-export PYTHONPATH="$PWD/src${PYTHONPATH:+:$PYTHONPATH}"
-export OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
+use_cuda_python gpu_mnist.sh \
+    "or run benchmarks/cluster/cluster_mnist.py on a CPU (slow: about 2.5 s per epoch)"
+mnist_data_root gpu_mnist.sh
 output="${OUT:-benchmarks/cluster/results}/cluster_mnist_tasks_gpu.md"
 echo "gpu_mnist.sh: $py ($("$py" -c 'import torch; print(torch.__version__, torch.cuda.get_device_name())'))," \
     "report to $output" >&2
