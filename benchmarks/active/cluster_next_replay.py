@@ -36,7 +36,7 @@ annotation seed 0: 91 tasks × 36 images sorted by 48 workers, every pair of a t
 ``benchmarks/cluster/cluster_mnist.py --scheme sort``); BayesSCDC as ``gpu_mnist.sh`` sets it
 (K = 50, d = 8, MLPs of 2 × 500, Bernoulli decoder, batch 128, Adam 1e-3, ``link_weight`` 0.5)
 with ``--epochs`` and ``--n-init``, on ``--device``; score: the per-task NMI, every image
-assigned by its features. With 30 epochs and one start a fit takes 45–55 s on one core of
+assigned by its features. With 30 epochs and one start a fit takes 44–58 s on one core of
 this machine and 22–41 s on an H200 running four to eight fits side by side, where
 ``gpu_cluster_next.sh`` runs one process per seed and arm and the curves are merged here with
 ``--from-csv``.
