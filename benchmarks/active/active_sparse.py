@@ -51,6 +51,8 @@ def models(hierarchical: bool) -> dict:
         "MV": lambda seed: MajorityVote(random_state=seed),
         "DS": lambda seed: DawidSkene(),
         "BDS": lambda seed: BayesianDawidSkene(),
+        "BDS-auto": lambda seed: BayesianDawidSkene(prior_prevalence="auto"),
+        "BDS-100": lambda seed: BayesianDawidSkene(prior_prevalence=100.0),
         "CDS": lambda seed: CommunityDawidSkene(),
         "GLAD": lambda seed: GLAD(),
         "MACE": lambda seed: MACE(),
