@@ -397,19 +397,17 @@ def main() -> None:
         parser.error("--fractions must lie in (0, 1]")
     start = time.perf_counter()
     if args.from_csv:
-        problem = None
         curves = pd.concat([pd.read_csv(path) for path in args.from_csv], ignore_index=True)
         if not on_schedule(curves, args):
             parser.error("--from-csv: the curves were not fitted on this command's schedule")
     else:
-        problem = PROBLEMS[args.data](args)
-        curves = run_fits(problem, args)
+        curves = run_fits(PROBLEMS[args.data](args), args)
     summary = summarise(curves)
     for row in summary.to_dict("records"):
         print(
             f"seed {row['seed']}: " + ", ".join(f"{a} needs {row[f'{a} needs']:.3f}" for a in ARMS)
         )
-    lines = report_lines(problem, summary, curves, args)
+    lines = report_lines(summary, curves, args)
     if args.notes:
         lines += ["", Path(args.notes).read_text(encoding="utf-8").rstrip()]
     details = [f"- run time: {time.perf_counter() - start:.0f} s"]
@@ -418,7 +416,7 @@ def main() -> None:
             f"- no fit here: the curves of the {len(args.from_csv)} files in the command (where "
             "and how they were fitted: the notes)"
         )
-    title = f"cluster next replay: {(problem or PROBLEMS[args.data]).name}"
+    title = f"cluster next replay: {PROBLEMS[args.data].name}"
     write_markdown_report(args.output, title, lines, details, echo=args.output is None)
 
 
@@ -521,7 +519,7 @@ def fit_line(args) -> str:
     )
 
 
-def report_lines(problem, summary: pd.DataFrame, curves: pd.DataFrame, args) -> list[str]:
+def report_lines(summary: pd.DataFrame, curves: pd.DataFrame, args) -> list[str]:
     ratio = summary["ratio next/random"]
     size = int(curves["pool"].iloc[0])
     if args.fractions:

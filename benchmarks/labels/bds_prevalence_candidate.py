@@ -87,10 +87,10 @@ MODELS = {
 }
 
 
-def fitted(make, labels):
+def fit_quietly(model, labels):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return make.fit(labels)
+        return model.fit(labels)
 
 
 def shared_rows(seeds) -> list[dict]:
@@ -102,7 +102,7 @@ def shared_rows(seeds) -> list[dict]:
                 pool = LabelPool(data.labels, data.gold, start=per_task or 10**6, random_state=seed)
                 (labels,) = pool.fit_args()
                 for model, make in MODELS.items():
-                    accuracy = pool.score(fitted(make(seed), labels))
+                    accuracy = pool.score(fit_quietly(make(seed), labels))
                     cell = {"set": name, "labels per task": per_task or "all"}
                     rows.append(cell | {"seed": seed, "model": model, "accuracy": accuracy})
     return rows
@@ -114,7 +114,7 @@ def simulated_rows(seeds) -> list[dict]:
         for seed in seeds:
             sim = simulate_labels(n_tasks=1000, random_state=100 + seed, **settings)
             for model, make in MODELS.items():
-                answers = fitted(make(seed), sim.labels).labels_.reindex(sim.truth.index)
+                answers = fit_quietly(make(seed), sim.labels).labels_.reindex(sim.truth.index)
                 accuracy = float((answers == sim.truth).mean())
                 rows.append(
                     {"simulation": name, "seed": seed, "model": model, "accuracy": accuracy}
