@@ -93,27 +93,31 @@ def fit_quietly(model, labels):
         return model.fit(labels)
 
 
-def shared_rows(seeds) -> list[dict]:
+def shared_rows(seeds, models=MODELS, starts=STARTS) -> list[dict]:
+    """Accuracy on the gold tasks of each model in ``models`` (name → ``make(seed)``), per
+    shared set, labels per task kept (None: every label) and seed."""
     rows = []
     for name in SETS:
         data = load_labels(name)
-        for per_task in STARTS:
+        for per_task in starts:
             for seed in seeds:
                 pool = LabelPool(data.labels, data.gold, start=per_task or 10**6, random_state=seed)
                 (labels,) = pool.fit_args()
-                for model, make in MODELS.items():
+                for model, make in models.items():
                     accuracy = pool.score(fit_quietly(make(seed), labels))
                     cell = {"set": name, "labels per task": per_task or "all"}
                     rows.append(cell | {"seed": seed, "model": model, "accuracy": accuracy})
     return rows
 
 
-def simulated_rows(seeds) -> list[dict]:
+def simulated_rows(seeds, models=MODELS, simulations=SIMULATIONS, first_seed=100) -> list[dict]:
+    """Accuracy on every task of each model, per simulation (1,000 tasks) and seed
+    (``simulate_labels`` seed ``first_seed + seed``)."""
     rows = []
-    for name, settings in SIMULATIONS.items():
+    for name, settings in simulations.items():
         for seed in seeds:
-            sim = simulate_labels(n_tasks=1000, random_state=100 + seed, **settings)
-            for model, make in MODELS.items():
+            sim = simulate_labels(n_tasks=1000, random_state=first_seed + seed, **settings)
+            for model, make in models.items():
                 answers = fit_quietly(make(seed), sim.labels).labels_.reindex(sim.truth.index)
                 accuracy = float((answers == sim.truth).mean())
                 rows.append(
