@@ -63,13 +63,17 @@ class GuardedPrior(BayesianDawidSkene):
             super(GuardedPrior, self)._fit_with(labels, initial_globals, callback)
             return np.argmax(self.probas_.to_numpy(), axis=1)
 
-        flat = fit(1.0)
-        if empties_a_supported_class(labels, flat):
-            fit(100.0)
-        elif plurality_share(labels, flat) <= plurality_share(labels, fit(100.0)):
-            pass  # the strong prior's fit, the last one
-        else:
-            fit(1.0)
+        given = self.prior_prevalence  # the parameter, set back after the fits
+        try:
+            flat = fit(1.0)
+            if empties_a_supported_class(labels, flat):
+                fit(100.0)
+            elif plurality_share(labels, flat) <= plurality_share(labels, fit(100.0)):
+                pass  # the strong prior's fit, the last one
+            else:
+                fit(1.0)
+        finally:
+            self.prior_prevalence = given
 
 
 MODELS = {

@@ -81,9 +81,11 @@ class BayesianDawidSkene(ConfusionStatsModel):
     :class:`CommunityDawidSkene`'s default); ``prior_prevalence_`` says which was used, and
     ``partial_fit`` keeps it. It is not the default: at two random labels per task on the
     shared sets it is more than 0.01 below the constant prior on s_adult, trec, d_possent and
-    wsd (wsd below majority vote; 5 seeds, ``benchmarks/active/results/active_sparse_bds_auto.md``),
-    and a variant that keeps the constant at two labels per task loses on dog's three-label
-    start (0.744 against 0.759; ``benchmarks/labels/results/bds_prevalence_candidate.md``).
+    wsd (wsd below majority vote; 5 seeds, ``benchmarks/active/results/active_sparse_bds_auto.md``;
+    on seeds 10–14 also bluebird at three labels: 0.657 against 0.694, below majority vote's
+    0.698, ``benchmarks/labels/results/bds_prevalence_guarded.md``), and a variant that keeps
+    the constant at two labels per task loses on dog's three-label start (0.744 against 0.759;
+    ``benchmarks/labels/results/bds_prevalence_candidate.md``).
     The constant's price on classes far from equal shares is large: 0.664 against majority
     vote's 0.819 with 5% positives and four labels per task, 0.717 against 0.865 with three
     classes at 0.80 / 0.15 / 0.05, where ``"auto"`` gets 0.952 and 0.922 (same report; every
@@ -92,9 +94,9 @@ class BayesianDawidSkene(ConfusionStatsModel):
     task, 0.816 against 0.824 with 30% positives and three (``"auto"`` 0.850 and 0.854;
     ``benchmarks/labels/results/bds_prevalence_guarded.md``, which also refuses keeping the
     flat fit only where its answers follow the plurality vote more often: a right fit departs
-    from the votes where it corrects them). Pass ``"auto"`` where the classes may be far from
-    equal shares. On balanced classes it costs a little (three labels per task: 0.843
-    against 0.849).
+    from the votes where it corrects them). Pass ``"auto"`` where the classes may be
+    imbalanced (20–30% positives already cost accuracy). On balanced classes it costs a little
+    (three labels per task: 0.843 against 0.849).
 
     Parameters
     ----------
