@@ -68,10 +68,8 @@ class GuardedPrior(BayesianDawidSkene):
             flat = fit(1.0)
             if empties_a_supported_class(labels, flat):
                 fit(100.0)
-            elif plurality_share(labels, flat) <= plurality_share(labels, fit(100.0)):
-                pass  # the strong prior's fit, the last one
-            else:
-                fit(1.0)
+            elif plurality_share(labels, flat) > plurality_share(labels, fit(100.0)):
+                fit(1.0)  # else the strong prior's fit, the last one, stays
         finally:
             self.prior_prevalence = given
 
